@@ -1,0 +1,417 @@
+"""``ToolCompose``: the TorchRL transform that runs the tool calls of every batch item each step."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torchrl.data import Categorical, Composite
+from torchrl.data.llm import History
+from torchrl.envs.transforms import Compose, Transform
+
+from torchrl_agentic._history import ToolResponseText, append_messages
+from torchrl_agentic.compose_checks import (
+    check_parser,
+    check_rate_limits,
+    check_settings,
+    check_tool,
+)
+from torchrl_agentic.dispatch import Dispatcher, ItemWork, Limiter
+from torchrl_agentic.loop import LoopThread
+from torchrl_agentic.parsers.base import ToolCallParser
+from torchrl_agentic.schema import openai_schema
+from torchrl_agentic.sessions import SessionStore
+from torchrl_agentic.tool import Tool
+from torchrl_agentic.types import DispatchResult, MalformedCall, ParseResult
+
+FLAG_KEYS = (
+    ("agentic", "any_tool_calls"),
+    ("agentic", "any_error"),
+    ("agentic", "stop_requested"),
+)
+
+
+class ToolCompose(Compose):
+    """Parses each assistant message once, runs all tool calls of all batch items concurrently,
+    and appends the results to the History as tool messages, in call order, with their call ids.
+
+    The compose holds :class:`~torchrl_agentic.Tool` objects (not transforms): ``compose["python"]``,
+    ``"python" in compose``, ``append``/``insert``/``compose[i] = tool``. Calls run on one event
+    loop owned by the compose, on its own thread, so ``env.step`` works inside a running loop.
+
+    Keyword Args:
+        tools: the tools the model may call.
+        parser: the wire format (e.g. ``HermesParser()``).
+        rate_limits: a ``RateLimiter`` per tool name; a limiter may be shared between composes.
+        per_call_timeout: seconds a call may take, rate-limiter wait included; None for no limit.
+        pass_state_to_tools: hand the item's tensordict (without its history) to tools with
+            ``requires_state = True`` as ``ctx.state``.
+        tool_role: role of the result messages.
+        validate_inputs: check arguments against each tool's ``input_schema``.
+        max_calls_per_step: valid calls of one message that run; later ones get an error result.
+
+    Each step adds per-item booleans ``("agentic", "any_tool_calls")``, ``("agentic", "any_error")``
+    and ``("agentic", "stop_requested")``; a stop request also sets ``done`` and ``terminated``.
+    The step's results per item are in :attr:`last_dispatch`.
+
+    Examples:
+        >>> from torchrl.envs import TransformedEnv
+        >>> from torchrl.envs.llm import ChatEnv
+        >>> from torchrl_agentic import HermesParser, StopTool, ToolCompose
+        >>> env = TransformedEnv(
+        ...     ChatEnv(batch_size=(2,)), ToolCompose(tools=[StopTool()], parser=HermesParser())
+        ... )
+        >>> "stop" in env.transform
+        True
+        >>> env.close()
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Tool],
+        parser: ToolCallParser,
+        rate_limits: Mapping[str, Limiter] | None = None,
+        per_call_timeout: float | None = None,
+        pass_state_to_tools: bool = False,
+        tool_role: str = "tool",
+        validate_inputs: bool = True,
+        max_calls_per_step: int | None = None,
+    ) -> None:
+        super().__init__()
+        check_settings(per_call_timeout, max_calls_per_step, tool_role)
+        check_parser(parser)
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.append(tool)
+        self.parser = parser
+        self.rate_limits = check_rate_limits(rate_limits, self._tools)
+        self.per_call_timeout = per_call_timeout
+        self.pass_state_to_tools = pass_state_to_tools
+        self.tool_role = tool_role
+        self.validate_inputs = validate_inputs
+        self.max_calls_per_step = max_calls_per_step
+        self.last_dispatch: list[DispatchResult] = []
+        self._sessions = SessionStore()
+        self._loop = LoopThread(f"ToolCompose-{id(self):x}")
+        self._set_up: set[str] = set()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, self._loop.close)
+
+    # ----- tools, as a container -------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools, in insertion order."""
+        return list(self._tools.values())
+
+    def append(self, tool: Tool) -> ToolCompose:  # type: ignore[override]
+        """Add ``tool``; ``TypeError`` for a non-Tool, ``ValueError`` for a duplicate name."""
+        return self.insert(len(self._tools), tool)
+
+    def insert(self, index: int, tool: Tool) -> ToolCompose:  # type: ignore[override]
+        """Insert ``tool`` at position ``index``."""
+        check_tool(tool, self._tools)
+        items = list(self._tools.items())
+        items.insert(index, (tool.name, tool))
+        self._tools = dict(items)
+        return self
+
+    def __setitem__(self, key: int | str, tool: Tool) -> None:  # type: ignore[override]
+        names = list(self._tools)
+        if isinstance(key, str):
+            if key not in self._tools:
+                raise KeyError(f"no tool named {key!r}; use append() to add one")
+            index = names.index(key)
+        else:
+            index = range(len(names))[key]
+        others = {n: t for n, t in self._tools.items() if n != names[index]}
+        check_tool(tool, others)
+        if isinstance(key, str) and tool.name != key:
+            raise ValueError(
+                f"compose[{key!r}] = tool needs tool.name == {key!r}, got {tool.name!r}; "
+                "use append() to add a tool under its own name"
+            )
+        items = list(self._tools.items())
+        items[index] = (tool.name, tool)
+        self._tools = dict(items)
+
+    def __getitem__(self, key: int | str) -> Tool:  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                return self._tools[key]
+            except KeyError:
+                raise KeyError(
+                    f"no tool named {key!r}; available tools: {', '.join(self._tools) or '(none)'}"
+                ) from None
+        return list(self._tools.values())[key]
+
+    def __delitem__(self, key: int | str) -> None:  # type: ignore[override]
+        del self._tools[self[key].name]
+
+    def pop(self, index: int | None = None) -> Tool:  # type: ignore[override]
+        tool = self[-1 if index is None else index]
+        del self._tools[tool.name]
+        return tool
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, Tool):
+            return self._tools.get(name.name) is name
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:  # type: ignore[override]
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-format function specs of the tools (what a chat template's ``tools=`` takes)."""
+        return [openai_schema(tool) for tool in self._tools.values()]
+
+    def render_tools(self) -> str:
+        """The parser's tool-advertising block for the system prompt."""
+        return self.parser.render_tools(self.tools)
+
+    # ----- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> SessionStore:
+        """The per-trajectory sessions (keyed by flat batch index)."""
+        return self._sessions
+
+    def clone(self) -> ToolCompose:
+        """An independent compose (own loop, own sessions, cloned tools) sharing the rate limiters."""
+        return type(self)(
+            tools=[tool.clone() for tool in self._tools.values()],
+            parser=self.parser,
+            rate_limits=self.rate_limits,
+            per_call_timeout=self.per_call_timeout,
+            pass_state_to_tools=self.pass_state_to_tools,
+            tool_role=self.tool_role,
+            validate_inputs=self.validate_inputs,
+            max_calls_per_step=self.max_calls_per_step,
+        )
+
+    def close(self) -> None:
+        """Release every session, tear the tools down and stop the loop thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._loop.close(self._aclose() if self._loop.running else None)
+        self._finalizer.detach()
+
+    async def _aclose(self) -> None:
+        try:
+            await self._sessions.release_all()
+        finally:
+            for name in list(self._set_up):
+                await self._tools[name].teardown() if name in self._tools else None
+            self._set_up.clear()
+
+    def __enter__(self) -> ToolCompose:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this ToolCompose is closed; use clone() to get a fresh one")
+
+    # ----- TorchRL hooks ------------------------------------------------------------------------
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        return Transform.transform_output_spec(self, output_spec)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        shape = observation_spec.shape
+        flags = Composite(
+            {key[1]: Categorical(2, shape=shape, dtype=torch.bool) for key in FLAG_KEYS},
+            shape=shape,
+        )
+        observation_spec["agentic"] = flags
+        return observation_spec
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        self._check_open()
+        shape = tensordict_reset.batch_size
+        reset = None if tensordict is None else tensordict.get("_reset", None)
+        if reset is None:
+            indices = list(range(math.prod(shape)))
+        else:
+            indices = torch.nonzero(reset.reshape(-1, *reset.shape[len(shape):]).flatten(1).any(-1)
+                                    ).flatten().tolist()
+        if len(self._sessions) and indices:
+            self._loop.run(self._sessions.release(indices))
+        for key in FLAG_KEYS:
+            tensordict_reset.set(key, torch.zeros(shape, dtype=torch.bool))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        self._check_open()
+        shape = next_tensordict.batch_size
+        count = math.prod(shape)
+        history = next_tensordict["history"]
+        prompt: History = history.prompt
+        parsed = self._parse_newest(prompt, count)
+        states = self._states(tensordict, parsed, count)
+        work = [ItemWork(i, p, states[i]) for i, p in enumerate(parsed) if p is not None and
+                (p.calls or p.errors)]
+        outcomes = self._loop.run(self._dispatch(work)) if work else []
+        results: list[DispatchResult] = [
+            DispatchResult(cleaned_text=p.text if p is not None else "") for p in parsed
+        ]
+        for item, outcome in zip(work, outcomes):
+            results[item.batch_index] = outcome
+        self.last_dispatch = results
+        if work:
+            rows = [self._render(r) for r in results]
+            flat = prompt.reshape(count, -1) if len(shape) > 1 else prompt
+            new = append_messages(flat, rows)
+            history.prompt = new.reshape(*shape, -1) if len(shape) > 1 else new
+            next_tensordict.set("history", history)
+        self._write_flags(next_tensordict, results, shape)
+        return next_tensordict
+
+    # ----- step internals -----------------------------------------------------------------------
+
+    def _policy_role(self) -> str:
+        parent = self.parent
+        base = getattr(parent, "base_env", None) if parent is not None else None
+        if base is not None and getattr(base, "input_mode", "history") != "history":
+            raise RuntimeError(
+                f"ToolCompose needs a ChatEnv in history mode, got input_mode={base.input_mode!r}; "
+                "build the env with ChatEnv(input_mode='history')"
+            )
+        role = getattr(base, "policy_role", None)
+        return role if isinstance(role, str) else "assistant"
+
+    def _parse_newest(self, prompt: History, count: int) -> list[ParseResult | None]:
+        """Parse each item's newest message once, when it was written by the policy."""
+        newest = prompt[..., -1]
+        roles = _flat(newest.role, count)
+        contents = _flat(newest.content, count)
+        tool_calls = _flat(newest.get("tool_calls", None), count)
+        policy_role = self._policy_role()
+        parsed: list[ParseResult | None] = []
+        for role, content, calls in zip(roles, contents, tool_calls):
+            if role != policy_role:
+                parsed.append(None)
+                continue
+            message = {"role": role, "content": content, "tool_calls": calls}
+            parsed.append(self._safe_parse(message))
+        return parsed
+
+    def _safe_parse(self, message: dict[str, Any]) -> ParseResult:
+        try:
+            return self.parser.parse(message)
+        except Exception as exc:  # noqa: BLE001 - a parser bug must not crash the batch
+            error = MalformedCall(
+                f"the tool call parser failed on this message: {type(exc).__name__}: {exc}",
+                "call_0",
+            )
+            content = message["content"]
+            return ParseResult(text=content if isinstance(content, str) else "", errors=(error,))
+
+    def _states(
+        self, tensordict: TensorDictBase, parsed: Sequence[ParseResult | None], count: int
+    ) -> list[Any]:
+        if not (self.pass_state_to_tools and any(t.requires_state for t in self._tools.values())):
+            return [None] * count
+        flat = tensordict.exclude("history", "next").reshape(count)
+        return [flat[i] if p is not None and p.calls else None for i, p in enumerate(parsed)]
+
+    async def _dispatch(self, work: list[ItemWork]) -> list[DispatchResult]:
+        for name, tool in self._tools.items():
+            if name not in self._set_up:
+                await tool.setup()
+                self._set_up.add(name)
+        dispatcher = Dispatcher(
+            self._tools,
+            rate_limits=self.rate_limits,
+            per_call_timeout=self.per_call_timeout,
+            validate_inputs=self.validate_inputs,
+            max_calls_per_step=self.max_calls_per_step,
+            sessions=self._sessions,
+        )
+        return await dispatcher.run_batch(work)
+
+    def _render(self, result: DispatchResult) -> list[tuple[str, str]]:
+        rows = []
+        for call, outcome in zip(result.calls, result.results):
+            message = self.parser.render_result(call, outcome)
+            content = message.get("content", "")
+            text = content if isinstance(content, str) else str(content)
+            tagged = ToolResponseText(
+                text,
+                tool_call_id=str(message.get("tool_call_id", call.call_id)),
+                name=str(message.get("name", "")),
+                is_error=outcome.is_error,
+            )
+            rows.append((self.tool_role, tagged))
+        return rows
+
+    def _write_flags(
+        self, next_tensordict: TensorDictBase, results: Sequence[DispatchResult], shape: torch.Size
+    ) -> None:
+        values = {
+            FLAG_KEYS[0]: [bool(r.calls) for r in results],
+            FLAG_KEYS[1]: [r.any_error for r in results],
+            FLAG_KEYS[2]: [r.stop_requested for r in results],
+        }
+        for key, flags in values.items():
+            next_tensordict.set(key, torch.tensor(flags, dtype=torch.bool).reshape(shape))
+        stop = values[FLAG_KEYS[2]]
+        if any(stop):
+            stop_t = torch.tensor(stop, dtype=torch.bool).reshape(shape)
+            for key in ("done", "terminated"):
+                flag = next_tensordict.get(key, None)
+                if flag is not None:
+                    next_tensordict.set(key, flag | stop_t.reshape(flag.shape))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(tools={list(self._tools)}, parser={type(self.parser).__name__}, "
+            f"rate_limits={sorted(self.rate_limits)}, per_call_timeout={self.per_call_timeout})"
+        )
+
+
+def _flat(values: Any, count: int) -> list[Any]:
+    """A nested per-item list (or a single value, or None) flattened to ``count`` entries."""
+    if values is None or isinstance(values, str) or not isinstance(values, list):
+        return [values] * count
+    out: list[Any] = []
+
+    def walk(v: Any, depth: int) -> None:
+        if depth and isinstance(v, list):
+            for x in v:
+                walk(x, depth - 1)
+        else:
+            out.append(v)
+
+    walk(values, _depth(values, count))
+    if len(out) != count:
+        raise RuntimeError(f"expected {count} newest messages, found {len(out)}")
+    return out
+
+
+def _depth(values: list[Any], count: int) -> int:
+    depth, size, v = 0, 1, values
+    while isinstance(v, list) and size < count:
+        size *= len(v)
+        depth += 1
+        v = v[0] if v else None
+    return depth
