@@ -121,6 +121,38 @@ def append_messages(prompt: History, rows: Sequence[Sequence[tuple[str, str]]]) 
     return prompt.extend(_build(padded), inplace=False, dim=-1)
 
 
+def newest_messages(prompt: History) -> list[dict[str, Any]]:
+    """The last message of every item of a ``(B, T)`` history as dicts (role, content, tool_calls)."""
+    td = prompt._tensordict
+    if _per_item_layout(td):
+        return [_last_of(item, lambda v: v.tensordicts[-1]) for item in td.tensordicts]
+    if _time_stacked_layout(td):
+        columns = {key: stack.tensordicts[-1] for key, stack in td.items()}
+        return [
+            {key: _data(_entry(col, b)) for key, col in columns.items()}
+            for b in range(td.batch_size[0])
+        ]
+    newest = prompt[:, -1]
+    roles, contents = newest.role, newest.content
+    calls = newest.tool_calls
+    calls = calls if isinstance(calls, list) else [calls] * len(roles)
+    return [
+        {"role": r, "content": c, "tool_calls": t} for r, c, t in zip(roles, contents, calls)
+    ]
+
+
+def _last_of(item: Any, pick: Any) -> dict[str, Any]:
+    return {key: _data(pick(stack)) for key, stack in item.items()}
+
+
+def _entry(column: Any, b: int) -> Any:
+    return column.tensordicts[b] if isinstance(column, NonTensorStack) else column
+
+
+def _data(value: Any) -> Any:
+    return value.data if isinstance(value, NonTensorData) else value.tolist()
+
+
 def _build(padded: list[list[tuple[str, str]]]) -> History:
     roles = [[role for role, _ in row] for row in padded]
     contents = [[content for _, content in row] for row in padded]

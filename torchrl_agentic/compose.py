@@ -13,7 +13,7 @@ from torchrl.data import Categorical, Composite
 from torchrl.data.llm import History
 from torchrl.envs.transforms import Compose, Transform
 
-from torchrl_agentic._history import ToolResponseText, append_messages
+from torchrl_agentic._history import ToolResponseText, append_messages, newest_messages
 from torchrl_agentic.compose_checks import (
     check_parser,
     check_rate_limits,
@@ -240,6 +240,14 @@ class ToolCompose(Compose):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return next_tensordict
 
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # Tools have no inverse: skip Transform.inv's defensive copy of the whole input, which costs
+        # more than a ChatEnv step at batch 64. Nothing downstream writes to the input, but a
+        # partial step pops "_step" from it, so keep the copy then.
+        if "_step" in tensordict.keys():
+            return super().inv(tensordict)
+        return tensordict
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         return tensordict
 
@@ -301,17 +309,14 @@ class ToolCompose(Compose):
 
     def _parse_newest(self, prompt: History, count: int) -> list[ParseResult | None]:
         """Parse each item's newest message once, when it was written by the policy."""
-        newest = prompt[..., -1]
-        roles = _flat(newest.role, count)
-        contents = _flat(newest.content, count)
-        tool_calls = _flat(newest.get("tool_calls", None), count)
+        flat = prompt.reshape(count, -1) if prompt.ndim > 2 else prompt
         policy_role = self._policy_role()
         parsed: list[ParseResult | None] = []
-        for role, content, calls in zip(roles, contents, tool_calls):
-            if role != policy_role:
+        for message in newest_messages(flat):
+            if message.get("role") != policy_role:
                 parsed.append(None)
                 continue
-            message = {"role": role, "content": content, "tool_calls": calls}
+            message.setdefault("tool_calls", None)
             parsed.append(self._safe_parse(message))
         return parsed
 
@@ -388,30 +393,3 @@ class ToolCompose(Compose):
             f"rate_limits={sorted(self.rate_limits)}, per_call_timeout={self.per_call_timeout})"
         )
 
-
-def _flat(values: Any, count: int) -> list[Any]:
-    """A nested per-item list (or a single value, or None) flattened to ``count`` entries."""
-    if values is None or isinstance(values, str) or not isinstance(values, list):
-        return [values] * count
-    out: list[Any] = []
-
-    def walk(v: Any, depth: int) -> None:
-        if depth and isinstance(v, list):
-            for x in v:
-                walk(x, depth - 1)
-        else:
-            out.append(v)
-
-    walk(values, _depth(values, count))
-    if len(out) != count:
-        raise RuntimeError(f"expected {count} newest messages, found {len(out)}")
-    return out
-
-
-def _depth(values: list[Any], count: int) -> int:
-    depth, size, v = 0, 1, values
-    while isinstance(v, list) and size < count:
-        size *= len(v)
-        depth += 1
-        v = v[0] if v else None
-    return depth

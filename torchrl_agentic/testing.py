@@ -127,6 +127,7 @@ class ScriptedPolicy:
             self._script = lambda i, turn: texts[i][min(turn, len(texts[i]) - 1)]
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        from tensordict import lazy_stack
         from torchrl.data.llm import History
 
         shape = tensordict.batch_size
@@ -135,12 +136,17 @@ class ScriptedPolicy:
         roles = prompt.role
         flat_roles = _flatten(roles, len(shape))
         texts = [self._script(i, sum(r == self.role for r in flat_roles[i])) for i in range(count)]
-        nested: Any = [[t] for t in texts]
-        role_rows: Any = [[self.role] for _ in texts]
-        for size in reversed(shape[1:]):
-            nested = [nested[i : i + size] for i in range(0, len(nested), size)]
-            role_rows = [role_rows[i : i + size] for i in range(0, len(role_rows), size)]
-        response = History(role=role_rows, content=nested, batch_size=(*shape, 1))
+        if len(shape) == 1:
+            response = History(
+                role=[[self.role] for _ in texts], content=[[t] for t in texts],
+                batch_size=(count, 1),
+            )
+        else:
+            # tensordict cannot build a 3-level nested History from lists: stack per item
+            nested: Any = [History(role=[self.role], content=[t], batch_size=(1,)) for t in texts]
+            for size in reversed(shape[1:]):
+                nested = [lazy_stack(nested[i : i + size]) for i in range(0, len(nested), size)]
+            response = lazy_stack(nested)
         history = tensordict["history"]
         history.full = prompt.extend(response, inplace=False, dim=-1)
         history.response = response

@@ -39,10 +39,10 @@ class ToolCallParser(Protocol):
 
 
 def message_content(message: str | Mapping[str, Any]) -> str:
-    """The text of a message given as a string or a message dict (non-string content gives "")."""
+    """The text of a message given as a string or a message dict (anything else gives "")."""
     if isinstance(message, str):
         return message
-    content = message.get("content")
+    content = message.get("content") if isinstance(message, Mapping) else None
     return content if isinstance(content, str) else ""
 
 
