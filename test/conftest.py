@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,28 +11,10 @@ import tensordict
 
 tensordict.set_list_to_stack(True).set()
 
-from tensordict import TensorDict  # noqa: E402
 from torchrl.envs import TransformedEnv  # noqa: E402
 from torchrl.envs.llm import ChatEnv  # noqa: E402
 
 from torchrl_agentic import HermesParser, ToolCompose  # noqa: E402
-
-
-def hermes(name: str, **args: Any) -> str:
-    """A Hermes tool call as the model writes it."""
-    return f'<tool_call>{{"name": "{name}", "arguments": {json.dumps(args)}}}</tool_call>'
-
-
-def queries(shape: tuple[int, ...]) -> TensorDict:
-    """A reset tensordict with one query per item."""
-    count = 1
-    for s in shape:
-        count *= s
-    flat = [f"question {i}" for i in range(count)]
-    nested: Any = flat
-    for size in reversed(shape[1:]):
-        nested = [nested[i : i + size] for i in range(0, len(nested), size)]
-    return TensorDict(query=nested, batch_size=shape)
 
 
 @pytest.fixture

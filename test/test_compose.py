@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import hermes, queries
+from chat_helpers import hermes, queries
 from tensordict import TensorDict
 from torchrl.data import Composite
 from torchrl.envs import Compose, TransformedEnv

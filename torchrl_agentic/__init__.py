@@ -1,7 +1,7 @@
 """torchrl_agentic: fast, safe, exact tool execution for LLM reinforcement learning with TorchRL."""
 
 from torchrl_agentic._history import ToolResponseText, tool_call_id, tool_call_ids
-from torchrl_agentic.compose import ToolCompose
+from torchrl_agentic.compose import StepStats, ToolCompose
 from torchrl_agentic.errors import (
     ConfigError,
     InvalidArgumentsError,
@@ -54,6 +54,7 @@ __all__ = [
     "RateLimiter",
     "Session",
     "SessionStore",
+    "StepStats",
     "StopSignal",
     "StopTool",
     "TextPart",
@@ -68,6 +69,7 @@ __all__ = [
     "ToolResult",
     "ToolTimeoutError",
     "UnknownToolError",
+    "XMLParser",
     "tool_call_id",
     "tool_call_ids",
 ]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -35,6 +37,22 @@ FLAG_KEYS = (
 )
 
 
+@dataclass(frozen=True)
+class StepStats:
+    """Counts and timings of the last step of a ToolCompose."""
+
+    items_with_calls: int = 0
+    """Batch items whose newest message had at least one call site."""
+    calls: int = 0
+    """Call sites (valid and malformed) answered."""
+    errors: int = 0
+    """Error results among them."""
+    dispatch_seconds: float = 0.0
+    """Wall time of running the calls (all items at once)."""
+    total_seconds: float = 0.0
+    """Wall time of the whole transform step: parse, dispatch, build the History, flags."""
+
+
 class ToolCompose(Compose):
     """Parses each assistant message once, runs all tool calls of all batch items concurrently,
     and appends the results to the History as tool messages, in call order, with their call ids.
@@ -56,7 +74,8 @@ class ToolCompose(Compose):
 
     Each step adds per-item booleans ``("agentic", "any_tool_calls")``, ``("agentic", "any_error")``
     and ``("agentic", "stop_requested")``; a stop request also sets ``done`` and ``terminated``.
-    The step's results per item are in :attr:`last_dispatch`.
+    The step's results per item are in :attr:`last_dispatch`, its counts and timings in
+    :attr:`last_stats`.
 
     Examples:
         >>> from torchrl.envs import TransformedEnv
@@ -95,11 +114,18 @@ class ToolCompose(Compose):
         self.tool_role = tool_role
         self.validate_inputs = validate_inputs
         self.max_calls_per_step = max_calls_per_step
+        self._start_runtime()
+
+    def _start_runtime(self) -> None:
+        """The per-instance runtime: loop thread (started lazily), sessions, last-step records."""
         self.last_dispatch: list[DispatchResult] = []
+        self.last_stats = StepStats()
         self._sessions = SessionStore()
         self._loop = LoopThread(f"ToolCompose-{id(self):x}")
         self._set_up: set[str] = set()
         self._closed = False
+        # A safety net for a compose dropped without close(): stop its loop thread. Tools and
+        # sessions are only released by close().
         self._finalizer = weakref.finalize(self, self._loop.close)
 
     # ----- tools, as a container -------------------------------------------------------------
@@ -197,6 +223,19 @@ class ToolCompose(Compose):
             max_calls_per_step=self.max_calls_per_step,
         )
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolCompose:
+        return self.clone()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ("_loop", "_sessions", "_finalizer", "_set_up", "last_dispatch", "last_stats"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._start_runtime()
+
     def close(self) -> None:
         """Release every session, tear the tools down and stop the loop thread. Idempotent."""
         if self._closed:
@@ -260,8 +299,8 @@ class ToolCompose(Compose):
         if reset is None:
             indices = list(range(math.prod(shape)))
         else:
-            indices = torch.nonzero(reset.reshape(-1, *reset.shape[len(shape):]).flatten(1).any(-1)
-                                    ).flatten().tolist()
+            count = math.prod(shape)
+            indices = torch.nonzero(reset.reshape(count, -1).any(-1)).flatten().tolist()
         if len(self._sessions) and indices:
             self._loop.run(self._sessions.release(indices))
         for key in FLAG_KEYS:
@@ -270,6 +309,7 @@ class ToolCompose(Compose):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         self._check_open()
+        started = time.perf_counter()
         shape = next_tensordict.batch_size
         count = math.prod(shape)
         history = next_tensordict["history"]
@@ -278,7 +318,9 @@ class ToolCompose(Compose):
         states = self._states(tensordict, parsed, count)
         work = [ItemWork(i, p, states[i]) for i, p in enumerate(parsed) if p is not None and
                 (p.calls or p.errors)]
+        dispatch_started = time.perf_counter()
         outcomes = self._loop.run(self._dispatch(work)) if work else []
+        dispatch_seconds = time.perf_counter() - dispatch_started
         results: list[DispatchResult] = [
             DispatchResult(cleaned_text=p.text if p is not None else "") for p in parsed
         ]
@@ -292,6 +334,13 @@ class ToolCompose(Compose):
             history.prompt = new.reshape(*shape, -1) if len(shape) > 1 else new
             next_tensordict.set("history", history)
         self._write_flags(next_tensordict, results, shape)
+        self.last_stats = StepStats(
+            items_with_calls=len(work),
+            calls=sum(len(r.calls) for r in outcomes),
+            errors=sum(sum(x.is_error for x in r.results) for r in outcomes),
+            dispatch_seconds=dispatch_seconds,
+            total_seconds=time.perf_counter() - started,
+        )
         return next_tensordict
 
     # ----- step internals -----------------------------------------------------------------------
@@ -323,7 +372,7 @@ class ToolCompose(Compose):
     def _safe_parse(self, message: dict[str, Any]) -> ParseResult:
         try:
             return self.parser.parse(message)
-        except Exception as exc:  # noqa: BLE001 - a parser bug must not crash the batch
+        except Exception as exc:
             error = MalformedCall(
                 f"the tool call parser failed on this message: {type(exc).__name__}: {exc}",
                 "call_0",
@@ -355,7 +404,7 @@ class ToolCompose(Compose):
         return await dispatcher.run_batch(work)
 
     def _render(self, result: DispatchResult) -> list[tuple[str, str]]:
-        rows = []
+        rows: list[tuple[str, str]] = []
         for call, outcome in zip(result.calls, result.results):
             message = self.parser.render_result(call, outcome)
             content = message.get("content", "")
@@ -382,10 +431,10 @@ class ToolCompose(Compose):
         stop = values[FLAG_KEYS[2]]
         if any(stop):
             stop_t = torch.tensor(stop, dtype=torch.bool).reshape(shape)
-            for key in ("done", "terminated"):
-                flag = next_tensordict.get(key, None)
+            for done_key in ("done", "terminated"):
+                flag = next_tensordict.get(done_key, None)
                 if flag is not None:
-                    next_tensordict.set(key, flag | stop_t.reshape(flag.shape))
+                    next_tensordict.set(done_key, flag | stop_t.reshape(flag.shape))
 
     def __repr__(self) -> str:
         return (

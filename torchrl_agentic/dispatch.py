@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -36,6 +36,9 @@ from torchrl_agentic.types import (
 )
 
 logger = logging.getLogger(__name__)
+
+Outcome = tuple[ToolResult, bool]
+"""A call's result and whether it asked to stop the trajectory."""
 
 
 class Limiter(Protocol):
@@ -107,54 +110,84 @@ class Dispatcher:
         return validator
 
     async def run_batch(self, work: Sequence[ItemWork]) -> list[DispatchResult]:
-        """Dispatch every item's calls at once; one ``DispatchResult`` per item, same order."""
-        return list(await asyncio.gather(*(self.run_item(item) for item in work)))
+        """Dispatch every item's calls at once; one ``DispatchResult`` per item, same order.
+
+        Calls of messages without exclusive tools all go into one flat ``gather``; a message with
+        an exclusive call is sequenced by :meth:`run_item` and joins the gather as one awaitable.
+        """
+        plans: list[list[Outcome | int] | int] = []
+        awaitables: list[Awaitable[Any]] = []
+        for item in work:
+            plan, sequenced = self._plan(item)
+            if sequenced:
+                plans.append(len(awaitables))
+                awaitables.append(self._run_sequenced(item, plan))
+                continue
+            item_slots: list[Outcome | int] = []
+            for step in plan:
+                if isinstance(step, ParsedCall):
+                    item_slots.append(len(awaitables))
+                    awaitables.append(self._run_call(step, item))
+                else:
+                    item_slots.append(step)
+            plans.append(item_slots)
+        done = await asyncio.gather(*awaitables) if awaitables else []
+        results = []
+        for item, slots in zip(work, plans):
+            if isinstance(slots, int):
+                results.append(done[slots])
+            else:
+                results.append(_assemble(item, [done[s] if isinstance(s, int) else s for s in slots]))
+        return results
 
     async def run_item(self, item: ItemWork) -> DispatchResult:
-        """Dispatch one message's calls; exclusive tools run alone, in message order."""
-        sites = item.parsed.ordered()
-        if not sites:
-            return DispatchResult(cleaned_text=item.parsed.text)
-        outcomes: list[asyncio.Future[tuple[ToolResult, bool]] | None] = [None] * len(sites)
-        pending: list[asyncio.Future[tuple[ToolResult, bool]]] = []
+        """Dispatch one message's calls (see :meth:`run_batch`)."""
+        return (await self.run_batch([item]))[0]
+
+    def _plan(self, item: ItemWork) -> tuple[list[Outcome | ParsedCall], bool]:
+        """Per call site, a ready outcome or the call to run; and whether an exclusive call is among
+        the calls to run."""
+        plan: list[Outcome | ParsedCall] = []
+        sequenced = False
         valid_seen = 0
-        for position, site in enumerate(sites):
+        for site in item.parsed.ordered():
             if isinstance(site, MalformedCall):
-                outcomes[position] = _done(ToolResult.error(site.message))
+                plan.append((ToolResult.error(site.message), False))
                 continue
             valid_seen += 1
             if self.max_calls_per_step is not None and valid_seen > self.max_calls_per_step:
                 error = ToolCallLimitError(site.tool, self.max_calls_per_step)
-                outcomes[position] = _done(ToolResult.error(error.message))
+                plan.append((ToolResult.error(error.message), False))
                 continue
             tool = self.tools.get(site.tool)
+            sequenced = sequenced or (tool is not None and tool.exclusive)
+            plan.append(site)
+        return plan, sequenced
+
+    async def _run_sequenced(
+        self, item: ItemWork, plan: list[Outcome | ParsedCall]
+    ) -> DispatchResult:
+        """Run ``plan`` so that an exclusive call starts after every earlier call of the message has
+        finished and before any later one starts; other calls overlap."""
+        outcomes: list[Outcome | asyncio.Task[Outcome]] = []
+        pending: list[asyncio.Task[Outcome]] = []
+        for step in plan:
+            if not isinstance(step, ParsedCall):
+                outcomes.append(step)
+                continue
+            tool = self.tools.get(step.tool)
             if tool is not None and tool.exclusive:
                 if pending:
                     await asyncio.wait(pending)
                     pending = []
-                outcome = _done(await self._run_call(site, item))
-                outcomes[position] = outcome
+                outcomes.append(await self._run_call(step, item))
                 continue
-            task = asyncio.ensure_future(self._run_call(site, item))
-            outcomes[position] = task
+            task = asyncio.ensure_future(self._run_call(step, item))
+            outcomes.append(task)
             pending.append(task)
         if pending:
             await asyncio.wait(pending)
-        results: list[ToolResult] = []
-        stop = False
-        for outcome in outcomes:
-            if outcome is None:  # pragma: no cover - every position is filled above
-                raise RuntimeError("internal error: a call site got no outcome")
-            result, stopped = outcome.result()
-            results.append(result)
-            stop = stop or stopped
-        return DispatchResult(
-            cleaned_text=item.parsed.text,
-            calls=tuple(sites),
-            results=tuple(results),
-            any_error=any(r.is_error for r in results),
-            stop_requested=stop,
-        )
+        return _assemble(item, [o.result() if isinstance(o, asyncio.Task) else o for o in outcomes])
 
     async def _run_call(self, call: ParsedCall, item: ItemWork) -> tuple[ToolResult, bool]:
         """One call through the whole pipeline; returns (result, stop_requested). Never raises."""
@@ -175,17 +208,22 @@ class Dispatcher:
                 session=self.sessions.get(item.batch_index),
                 tool=tool.name,
             )
+            if timeout is None:
+                return normalise(await self._limited(tool, call, ctx)), False
+            deadline = asyncio.timeout(timeout)
             try:
-                async with asyncio.timeout(timeout):
+                async with deadline:
                     return normalise(await self._limited(tool, call, ctx)), False
             except TimeoutError:
-                raise ToolTimeoutError(tool.name, timeout or 0.0) from None
+                if not deadline.expired():
+                    raise  # the tool's own TimeoutError (e.g. its HTTP client), not our deadline
+                raise ToolTimeoutError(tool.name, timeout) from None
         except StopSignal as signal:
             text = f"stopping: {signal.reason}" if signal.reason else "stopping"
             return ToolResult.from_text(text, meta={"stop_requested": True}), True
         except ToolError as error:
             return ToolResult.error(error.message), False
-        except Exception as exc:  # noqa: BLE001 - any tool failure is data for the model
+        except Exception as exc:
             logger.debug("tool %r raised", call.tool, exc_info=True)
             return ToolResult.error(ToolExecutionError(call.tool, exc).message), False
 
@@ -197,7 +235,13 @@ class Dispatcher:
             return await tool.run(call.args, ctx)
 
 
-def _done(value: ToolResult | tuple[ToolResult, bool]) -> asyncio.Future[tuple[ToolResult, bool]]:
-    future: asyncio.Future[tuple[ToolResult, bool]] = asyncio.get_running_loop().create_future()
-    future.set_result(value if isinstance(value, tuple) else (value, False))
-    return future
+
+def _assemble(item: ItemWork, outcomes: Sequence[Outcome]) -> DispatchResult:
+    results = tuple(result for result, _ in outcomes)
+    return DispatchResult(
+        cleaned_text=item.parsed.text,
+        calls=tuple(item.parsed.ordered()),
+        results=results,
+        any_error=any(r.is_error for r in results),
+        stop_requested=any(stop for _, stop in outcomes),
+    )

@@ -74,7 +74,12 @@ class LoopThread:
             raise RuntimeError(
                 f"{self.name}: cannot wait on the loop from its own thread (a tool called env.step?)"
             )
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            loop = self.loop
+        except RuntimeError:
+            coro.close()
+            raise
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return future.result()
         except BaseException:
@@ -90,11 +95,14 @@ class LoopThread:
             if final is not None:
                 final.close()
             return
-        if thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self._shutdown(final), loop).result()
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-        loop.close()
+        try:
+            if thread.is_alive():
+                asyncio.run_coroutine_threadsafe(self._shutdown(final), loop).result()
+        finally:
+            if thread.is_alive():
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
+            loop.close()
 
     @staticmethod
     async def _shutdown(final: Coroutine[Any, Any, Any] | None) -> None:

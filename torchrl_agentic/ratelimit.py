@@ -14,9 +14,8 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from types import TracebackType
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 _QUEUED, _GRANTED, _DROPPED = 0, 1, 2
@@ -90,21 +89,11 @@ class RateLimiter:
         clock: Callable[[], float] | None = None,
     ) -> None:
         _check_int("max_concurrent", max_concurrent, "use None for no concurrency cap")
-        if rate_per_second is not None:
-            if isinstance(rate_per_second, bool) or not isinstance(rate_per_second, (int, float)):
-                raise TypeError(
-                    f"rate_per_second must be a number > 0, got {type(rate_per_second).__name__} "
-                    f"{rate_per_second!r}; pass a float such as 20.0, or None for no rate limit"
-                )
-            if not (math.isfinite(rate_per_second) and rate_per_second > 0):
-                raise ValueError(
-                    f"rate_per_second must be a finite number > 0, got {rate_per_second!r}; "
-                    "use None for no rate limit"
-                )
+        _check_rate(rate_per_second)
         if burst is not None and rate_per_second is None:
             raise ValueError(
-                f"burst only applies to a rate limit, got burst={burst!r} with rate_per_second=None; "
-                "set rate_per_second or drop burst"
+                f"burst only applies to a rate limit, got burst={burst!r} with "
+                "rate_per_second=None; set rate_per_second or drop burst"
             )
         _check_int("burst", burst, "use None for the default burst of 1")
         if not isinstance(name, str):
@@ -126,9 +115,14 @@ class RateLimiter:
         self._total_wait = 0.0
         self._total_acquired = 0
 
-    def slot(self) -> AbstractAsyncContextManager[None]:
-        """Returns an async context manager that holds one slot for the body of ``async with``."""
-        return _Slot(self)
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Holds one slot for the body of ``async with limiter.slot():``."""
+        await self._acquire()
+        try:
+            yield
+        finally:
+            self._release()
 
     @property
     def in_flight(self) -> int:
@@ -151,8 +145,7 @@ class RateLimiter:
         return self._total_acquired
 
     def stats(self) -> dict[str, Any]:
-        """Returns a consistent snapshot of ``in_flight``, ``waiting``, ``total_wait_time`` and
-        ``total_acquired``."""
+        """Returns a consistent snapshot of the four counters above, keyed by property name."""
         with self._lock:
             return {
                 "in_flight": self._in_flight,
@@ -162,13 +155,9 @@ class RateLimiter:
             }
 
     def __repr__(self) -> str:
-        s = self.stats()
-        return (
-            f"RateLimiter(name={self.name!r}, max_concurrent={self.max_concurrent}, "
-            f"rate_per_second={self.rate_per_second}, burst={self.burst}, "
-            f"in_flight={s['in_flight']}, waiting={s['waiting']}, "
-            f"total_acquired={s['total_acquired']}, total_wait_time={s['total_wait_time']:.3f})"
-        )
+        limits = f"max_concurrent={self.max_concurrent}, rate_per_second={self.rate_per_second}"
+        counts = ", ".join(f"{k}={v}" for k, v in self.stats().items())
+        return f"RateLimiter(name={self.name!r}, {limits}, burst={self.burst}, {counts})"
 
     async def _acquire(self) -> None:
         with self._lock:
@@ -204,9 +193,11 @@ class RateLimiter:
             self._tokens = min(float(self.burst), self._tokens + max(gained, 0.0))
         self._refilled_at = now
 
+    def _slot_free(self) -> bool:
+        return self.max_concurrent is None or self._in_flight < self.max_concurrent
+
     def _has_capacity(self) -> bool:
-        slot_free = self.max_concurrent is None or self._in_flight < self.max_concurrent
-        return slot_free and (self.rate_per_second is None or self._tokens >= 1.0 - _EPS)
+        return self._slot_free() and (self.rate_per_second is None or self._tokens >= 1.0 - _EPS)
 
     def _take(self) -> None:
         self._in_flight += 1
@@ -231,8 +222,7 @@ class RateLimiter:
                 self._unqueue(head, now, here)
                 continue
             if not self._has_capacity():
-                slot_free = self.max_concurrent is None or self._in_flight < self.max_concurrent
-                if not slot_free or self._timer_owner is head:
+                if not self._slot_free() or self._timer_owner is head:
                     break  # a missing slot is handed over by the next release
                 if self._arm(head, here):  # only a token is missing: wake when it is due
                     break
@@ -247,10 +237,7 @@ class RateLimiter:
                 self._give_back()  # the waiter's loop is closed: it can never resume
 
     def _unqueue(self, w: _Waiter, now: float, here: asyncio.AbstractEventLoop | None) -> None:
-        if self._waiters[0] is w:
-            self._waiters.popleft()
-        else:
-            self._waiters.remove(w)
+        self._waiters.remove(w)  # O(1) for the head, which is the usual case
         if w.state == _QUEUED:
             w.state = _DROPPED
         self._total_wait += now - w.since
@@ -261,10 +248,8 @@ class RateLimiter:
         # The timer lives on the head's own loop, which stays alive while the head waits. From
         # another thread we first hop onto that loop; _on_timer then arms the real timer there.
         self._disarm(here)
-        if self.rate_per_second is None:
-            return True
         if here is head.loop:
-            delay = (1.0 - self._tokens) / self.rate_per_second
+            delay = (1.0 - self._tokens) / (self.rate_per_second or 1.0)
             self._timer = head.loop.call_later(delay, self._on_timer, head)
         elif not _call_soon_threadsafe(head.loop, self._on_timer, head):
             return False
@@ -285,38 +270,11 @@ class RateLimiter:
             self._dispatch()
 
 
-class _Slot:
-    """``async with`` holder of one slot of a :class:`RateLimiter`; see :meth:`RateLimiter.slot`."""
-
-    __slots__ = ("_held", "_limiter")
-
-    def __init__(self, limiter: RateLimiter) -> None:
-        self._limiter = limiter
-        self._held = False
-
-    async def __aenter__(self) -> None:
-        if self._held:
-            raise RuntimeError(
-                "this slot is already held; call limiter.slot() once per `async with`"
-            )
-        await self._limiter._acquire()
-        self._held = True
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._held:
-            self._held = False
-            self._limiter._release()
-
-
 def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> bool:
+    """Schedules ``fn(*args)`` on ``loop`` from any thread; False when the loop is closed."""
     try:
         loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:  # loop closed
+    except RuntimeError:
         return False
     return True
 
@@ -325,8 +283,18 @@ def _check_int(name: str, value: object, fix: str) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"{name} must be an int >= 1, got {type(value).__name__} {value!r}; {fix}"
-        )
+        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}; {fix}")
     if value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value}; {fix}")
+
+
+def _check_rate(rate: object) -> None:
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))):
+        raise TypeError(
+            f"rate_per_second must be a number > 0, got {type(rate).__name__} {rate!r}; "
+            "pass a float such as 20.0, or None for no rate limit"
+        )
+    if isinstance(rate, (int, float)) and not (math.isfinite(rate) and rate > 0):
+        raise ValueError(
+            f"rate_per_second must be a finite number > 0, got {rate!r}; use None for no rate limit"
+        )

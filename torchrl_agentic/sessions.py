@@ -70,6 +70,11 @@ class Session:
 
     def add_cleanup(self, cleanup: Cleanup) -> None:
         """Run ``cleanup`` (sync or async) when the session closes, after later-added ones (LIFO)."""
+        if self.closed:
+            raise RuntimeError(
+                f"session of batch item {self.batch_index} is closed; its cleanups have run, so "
+                f"{cleanup!r} would never run: release the resource now instead"
+            )
         self._cleanups.append(cleanup)
 
     async def aclose(self) -> None:
@@ -83,7 +88,7 @@ class Session:
                 out = cleanup()
                 if inspect.isawaitable(out):
                     await out
-            except Exception:  # noqa: BLE001 - one bad cleanup must not leak the others
+            except Exception:
                 logger.warning(
                     "cleanup %r of batch item %d failed", cleanup, self.batch_index, exc_info=True
                 )

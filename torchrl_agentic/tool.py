@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from torchrl_agentic.schema import check_input_schema
 from torchrl_agentic.types import ToolContext, ToolResult
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}")
 
 
 class Tool:
@@ -46,12 +47,12 @@ class Tool:
         '3'
     """
 
-    name: ClassVar[str] | str = ""
-    description: ClassVar[str] | str = ""
-    input_schema: ClassVar[Mapping[str, Any]] | Mapping[str, Any] = {"type": "object"}
-    output_schema: ClassVar[Mapping[str, Any] | None] | Mapping[str, Any] | None = None
-    exclusive: ClassVar[bool] | bool = False
-    requires_state: ClassVar[bool] | bool = False
+    name: str = ""
+    description: str = ""
+    input_schema: Mapping[str, Any] = {"type": "object"}
+    output_schema: Mapping[str, Any] | None = None
+    exclusive: bool = False
+    requires_state: bool = False
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Serve one call. Raise ``ToolError`` for a model-visible failure."""
@@ -70,7 +71,7 @@ class Tool:
     def check(self) -> None:
         """Raise ``TypeError``/``ValueError`` if this tool is not usable (done at compose construction)."""
         owner = type(self).__name__
-        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+        if not isinstance(self.name, str) or not _NAME_RE.fullmatch(self.name):
             raise ValueError(
                 f"{owner}.name must match {_NAME_RE.pattern} (letters, digits, '_', '.', '-'; "
                 f"at most 64 characters), got {self.name!r}; set a class attribute `name = \"my_tool\"`"
@@ -82,6 +83,11 @@ class Tool:
         check_input_schema(owner, self.input_schema)
         if type(self).run is Tool.run:
             raise TypeError(f"{owner} must define `async def run(self, args, ctx)`")
+        if not inspect.iscoroutinefunction(type(self).run):
+            raise TypeError(
+                f"{owner}.run must be a coroutine function (`async def run(self, args, ctx)`), got a "
+                "plain function; make it async (wrap blocking work in `await asyncio.to_thread(...)`)"
+            )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

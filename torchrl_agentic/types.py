@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tensordict import TensorDictBase
@@ -92,7 +92,7 @@ class ImagePart:
     """Where the image lives, instead of inline data."""
 
 
-Part = Union[TextPart, JSONPart, ImagePart]
+Part = TextPart | JSONPart | ImagePart
 
 
 def _part_text(part: Part) -> str:
@@ -182,7 +182,3 @@ class ToolContext:
         """Seconds left before ``deadline`` at monotonic time ``now``, or None without a deadline."""
         return None if self.deadline is None else max(0.0, self.deadline - now)
 
-
-def as_tuple(items: Sequence[Any] | None) -> tuple[Any, ...]:
-    """``tuple(items)``, with None as empty."""
-    return tuple(items) if items else ()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-import torchrl_agentic.parsers as parsers
+from torchrl_agentic import parsers
 from torchrl_agentic.parsers.base import (
     ToolCallParser,
     default_call_id,
@@ -22,20 +22,27 @@ from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ToolResult
 
-PARSERS = [parsers.HermesParser(), parsers.XMLParser(), parsers.JSONBlockParser(),
-           parsers.OpenAIParser()]
+PARSERS = [
+    parsers.HermesParser(),
+    parsers.XMLParser(),
+    parsers.JSONBlockParser(),
+    parsers.OpenAIParser(),
+]
 
 
 class _Search(Tool):
     name = "search"
     description = "Search the web."
-    input_schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+    }
 
 
 class _Clock(Tool):
     name = "clock.now"
-    description = "The time, with \"quotes\" and ünicode."
-    input_schema = {"type": "object"}
+    description = 'The time, with "quotes" and ünicode.'
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
 
 
 class TestReasoningSpans:

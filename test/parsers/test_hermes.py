@@ -1,20 +1,15 @@
-"""Tests for the Hermes/Qwen ``<tool_call>`` parser and the JSON helpers it shares."""
+"""Tests for the Hermes/Qwen ``<tool_call>`` parser."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from torchrl_agentic.parsers.hermes import (
-    HermesParser,
-    call_from_object,
-    decode_arguments,
-    decode_tagged_json,
-)
+from torchrl_agentic.parsers.hermes import HermesParser
 from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
@@ -33,60 +28,18 @@ def call(name: str, args: Any) -> str:
 class _Search(Tool):
     name = "search"
     description = "Search the web."
-    input_schema = {"type": "object", "properties": {"query": {"type": "string"}}}
-
-
-class TestDecodeArguments:
-    @pytest.mark.parametrize(
-        ("value", "expected"),
-        [({"a": 1}, {"a": 1}), ('{"a": 1}', {"a": 1}), ("", {}), ("  ", {})],
-    )
-    def test_accepts_objects_and_strings_of_objects(self, value: Any, expected: Any) -> None:
-        assert decode_arguments(value) == (expected, "")
-
-    @pytest.mark.parametrize(
-        ("value", "problem"),
-        [
-            ([1], "must be a JSON object, got array"),
-            (3, "must be a JSON object, got number"),
-            (None, "must be a JSON object, got null"),
-            ("[1]", "is a string holding a JSON array, not an object"),
-            ('{"a": ', "is a string that is not valid JSON (Expecting value at char 6)"),
-        ],
-    )
-    def test_rejects_everything_else(self, value: Any, problem: str) -> None:
-        assert decode_arguments(value) == (None, problem)
-
-
-class TestCallFromObject:
-    def test_parameters_key_and_missing_arguments(self) -> None:
-        made = call_from_object({"name": "f", "parameters": {"x": 1}}, index=0, call_id="c",
-                                raw="", where="<tool_call>")
-        assert made == ParsedCall("f", {"x": 1}, "c")
-        bare = call_from_object({"name": "f"}, index=2, call_id="c", raw="", where="w")
-        assert bare == ParsedCall("f", {}, "c", index=2)
-
-    def test_non_string_name(self) -> None:
-        made = call_from_object({"name": 3}, index=0, call_id="c", raw="", where="<tool_call>")
-        assert isinstance(made, MalformedCall)
-        assert made.message.startswith('"name" in <tool_call> must be a non-empty string')
-
-
-class TestDecodeTaggedJson:
-    def test_close_tag_inside_string_does_not_end_the_body(self) -> None:
-        text = '<x> {"s": "</x>"} </x> tail'
-        assert decode_tagged_json(text, 3, "</x>", "<x>") == ({"s": "</x>"}, 22, "")
-
-    def test_text_between_json_and_close_tag(self) -> None:
-        value, end, problem = decode_tagged_json('<x>{} junk</x>!', 3, "</x>", "<x>")
-        assert (value, end) == ({}, 14)
-        assert problem.startswith("unexpected text after the JSON value in <x>")
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+    }
 
 
 class TestHermesParser:
     def test_single_call(self) -> None:
-        result = parser.parse('Let me check.\n<tool_call>\n{"name": "search", '
-                              '"arguments": {"query": "x"}}\n</tool_call>')
+        result = parser.parse(
+            'Let me check.\n<tool_call>\n{"name": "search", '
+            '"arguments": {"query": "x"}}\n</tool_call>'
+        )
         assert result.text == "Let me check."
         assert result.calls == (
             ParsedCall("search", {"query": "x"}, "call_0", raw=result.calls[0].raw),
@@ -156,7 +109,7 @@ class TestHermesParser:
         result = parser.parse(tc('{"arguments": {}}'))
         assert result.errors[0].message.startswith('missing "name" in <tool_call>')
 
-    @pytest.mark.parametrize("args", ['[1, 2]', '"[1]"', "3", '"not json"'])
+    @pytest.mark.parametrize("args", ["[1, 2]", '"[1]"', "3", '"not json"'])
     def test_non_object_arguments(self, args: str) -> None:
         result = parser.parse(tc(f'{{"name": "f", "arguments": {args}}}'))
         assert result.calls == ()
@@ -219,9 +172,28 @@ class TestHermesParser:
         st.one_of(
             st.text(),
             st.lists(
-                st.sampled_from(["<tool_call>", "</tool_call>", "{", "}", '"', "\\", "<think>",
-                                 "</think>", '"name"', ":", '"f"', '"arguments"', ",", "[", " ",
-                                 "\n", "a", '{"name": "f", "arguments": {}}']),
+                st.sampled_from(
+                    [
+                        "<tool_call>",
+                        "</tool_call>",
+                        "{",
+                        "}",
+                        '"',
+                        "\\",
+                        "<think>",
+                        "</think>",
+                        '"name"',
+                        ":",
+                        '"f"',
+                        '"arguments"',
+                        ",",
+                        "[",
+                        " ",
+                        "\n",
+                        "a",
+                        '{"name": "f", "arguments": {}}',
+                    ]
+                ),
                 max_size=40,
             ).map("".join),
         )
@@ -235,6 +207,10 @@ class TestHermesParser:
         big = ("word " * 200_000) + call("f", {"data": "x" * 100_000})
         result = parser.parse(big)
         assert [c.tool for c in result.calls] == ["f"]
-        for hostile in ("<tool_call>{" * 90_000, "<tool_call>" + "[" * 1_000_000,
-                        tc('{"a": "') * 60_000, "<think>" * 150_000 + call("f", {})):
+        for hostile in (
+            "<tool_call>{" * 90_000,
+            "<tool_call>" + "[" * 1_000_000,
+            tc('{"a": "') * 60_000,
+            "<think>" * 150_000 + call("f", {}),
+        ):
             assert isinstance(parser.parse(hostile), ParseResult)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 _THINK_OPEN = "<think>"
 _THINK_CLOSE = "</think>"
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 @runtime_checkable
@@ -73,26 +74,31 @@ def reasoning_spans(text: str) -> list[tuple[int, int]]:
 
 def mask_reasoning(text: str) -> str:
     """``text`` with every reasoning span replaced by spaces (same length, so offsets still hold)."""
-    spans = reasoning_spans(text)
-    if not spans:
+    if _THINK_OPEN not in text and _THINK_CLOSE not in text:
         return text
-    chars = list(text)
-    for start, end in spans:
-        chars[start:end] = " " * (end - start)
-    return "".join(chars)
+    return _replace_spans(text, reasoning_spans(text), " ")
 
 
 def remove_spans(text: str, spans: Sequence[tuple[int, int]]) -> str:
     """``text`` without the given (sorted, non-overlapping) spans, trimmed."""
     if not spans:
         return text.strip()
+    kept = _replace_spans(text, spans, "")
+    if "\n\n\n" in kept:
+        kept = _BLANK_LINES.sub("\n\n", kept)
+    return kept.strip()
+
+
+def _replace_spans(text: str, spans: Sequence[tuple[int, int]], fill: str) -> str:
+    """``text`` with each (sorted, non-overlapping) span replaced by ``fill * len(span)``."""
     out: list[str] = []
     pos = 0
     for start, end in spans:
         out.append(text[pos:start])
+        out.append(fill * (end - start))
         pos = end
     out.append(text[pos:])
-    return re.sub(r"\n{3,}", "\n\n", "".join(out)).strip()
+    return "".join(out)
 
 
 def default_call_id(index: int) -> str:

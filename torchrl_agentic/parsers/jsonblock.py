@@ -1,4 +1,4 @@
-"""TorchRL's legacy JSON replies: ``{"message": "...", "tools": [{"tool": ..., "args": {...}}]}``."""
+"""TorchRL's legacy JSON replies: ``{"message": ..., "tools": [{"tool": ..., "args": {...}}]}``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchrl_agentic.parsers._calls import (
+    build_result,
+    call_from_object,
+    dump_raw,
+    json_kind,
+    schema_lines,
+)
 from torchrl_agentic.parsers.base import (
     default_call_id,
     message_content,
@@ -13,13 +20,6 @@ from torchrl_agentic.parsers.base import (
     remove_spans,
     render_tool_message,
     truncate,
-)
-from torchrl_agentic.parsers.hermes import (
-    build_result,
-    call_from_object,
-    dump_raw,
-    json_kind,
-    schema_lines,
 )
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult, ToolResult
 

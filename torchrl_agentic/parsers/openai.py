@@ -6,14 +6,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchrl_agentic.parsers.base import default_call_id, message_content, render_tool_message
-from torchrl_agentic.parsers.hermes import (
+from torchrl_agentic.parsers._calls import (
     build_result,
     call_from_object,
     dump_raw,
     json_kind,
     schema_lines,
 )
+from torchrl_agentic.parsers.base import default_call_id, message_content, render_tool_message
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult, ToolResult
 
 if TYPE_CHECKING:

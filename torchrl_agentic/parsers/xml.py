@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from torchrl_agentic.parsers._calls import build_result, decode_arguments, schema_lines
+from torchrl_agentic.parsers._tagged import decode_tagged_json, skip_blank
 from torchrl_agentic.parsers.base import (
     default_call_id,
     mask_reasoning,
@@ -14,12 +16,6 @@ from torchrl_agentic.parsers.base import (
     remove_spans,
     render_tool_message,
     truncate,
-)
-from torchrl_agentic.parsers.hermes import (
-    build_result,
-    decode_arguments,
-    decode_tagged_json,
-    schema_lines,
 )
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult, ToolResult
 
@@ -39,17 +35,17 @@ _SYNTAX = '<tool name="tool_name">{"arg": "value"}</tool>'
 class XMLParser:
     """Reads TorchRL's legacy ``XMLBlockParser`` format.
 
-    A call is ``<tool name="..." tag="...">JSON object</tool>``; ``tag`` is optional and becomes the
-    call id (else ``call_<index>``). An empty body means no arguments. Unlike the legacy parser, a body
-    that is not a JSON object is a malformed call, not ``{"raw": body}``.
+    A call is ``<tool name="..." tag="...">JSON object</tool>``; ``tag`` is optional and becomes
+    the call id (else ``call_<index>``). An empty body means no arguments. Unlike the legacy
+    parser, a body that is not a JSON object is a malformed call, not ``{"raw": body}``.
 
     Examples:
-        >>> result = XMLParser().parse('<tool name="search" tag="A">{"query": "torchrl"}</tool>\\nOk.')
+        >>> result = XMLParser().parse('<tool name="search" tag="A">{"query": "x"}</tool>\\nOk.')
         >>> result.text
         'Ok.'
         >>> call = result.calls[0]
         >>> call.tool, dict(call.args), call.call_id
-        ('search', {'query': 'torchrl'}, 'A')
+        ('search', {'query': 'x'}, 'A')
     """
 
     def parse(self, message: str | Mapping[str, Any]) -> ParseResult:
@@ -72,7 +68,7 @@ class XMLParser:
     def _site(
         self, text: str, start: int, index: int, last_close: int
     ) -> tuple[ParsedCall | MalformedCall | None, int]:
-        """The call site opening at ``start`` and where it ends; None for prose such as "<tool >"."""
+        """The call site opening at ``start`` and its end; None for prose such as "a <tool for"."""
         opening = _OPENING.match(text, start)
         if opening is None:
             if last_close < start:
@@ -86,6 +82,7 @@ class XMLParser:
         name = attrs.get("name", "")
         call_id = attrs.get("tag") or default_call_id(index)
         empty = _EMPTY_BODY.match(text, opening.end())
+        value: Any
         if empty is not None:
             value, end, problem = {}, empty.end(), ""
         else:
