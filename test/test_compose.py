@@ -454,3 +454,22 @@ class TestContainer:
         schemas = compose.tool_schemas()
         assert [s["function"]["name"] for s in schemas] == ["echo", "stop"]
         assert '"name": "echo"' in compose.render_tools()
+
+
+class TestCopy:
+    def test_deepcopy_and_pickle_give_independent_composes(self, make_env):
+        import copy
+        import pickle
+
+        env = make_env([CounterTool()], batch_size=(2,))
+        step(env, [hermes("count"), hermes("count")])
+        original = env.transform
+        for twin in (copy.deepcopy(original), pickle.loads(pickle.dumps(original))):
+            try:
+                assert twin is not original and [t.name for t in twin] == ["count"]
+                assert twin._loop is not original._loop and len(twin.sessions) == 0
+                out = step(TransformedEnv(ChatEnv(batch_size=(2,)), twin), [hermes("count"), "x"])
+                assert tool_messages(out, 0)[0][1] == "1"
+            finally:
+                twin.close()
+        assert len(original.sessions) == 2

@@ -1,4 +1,4 @@
-"""The async engine on its own: ``Dispatcher`` and ``ItemWork`` driven by ``asyncio.run``, no env."""
+"""The async engine alone: ``Dispatcher`` and ``ItemWork`` driven by ``asyncio.run``, no env."""
 
 from __future__ import annotations
 
@@ -428,7 +428,8 @@ class TestExclusive:
     def test_non_exclusive_calls_overlap(self):
         log: list[tuple[str, str]] = []
         dispatcher = Dispatcher({"rec": Recorder("rec", log)})
-        dispatch(dispatcher, item(*(call("rec", i, tag=t, seconds=0.01) for i, t in enumerate("abc"))))
+        sites = [call("rec", i, tag=t, seconds=0.01) for i, t in enumerate("abc")]
+        dispatch(dispatcher, item(*sites))
         assert [event for event, _ in log[:3]] == ["start", "start", "start"]
 
 
@@ -453,7 +454,8 @@ class TestNormalise:
 
     @pytest.mark.parametrize("value", ["text", None, {"a": [1, 2]}, [1, 2], 3.5])
     def test_dispatcher_normalises_what_tools_return(self, value):
-        (result,) = dispatch(Dispatcher({"returns": Returns()}), item(call("returns", 0, value=value)))
+        dispatcher = Dispatcher({"returns": Returns()})
+        (result,) = dispatch(dispatcher, item(call("returns", 0, value=value)))
         assert result.results[0] == normalise(value)
         if not isinstance(value, str) and value is not None:
             assert json.loads(result.results[0].text) == value
@@ -473,7 +475,9 @@ class TestToolContext:
             Dispatcher({"echo": with_timeout}, per_call_timeout=2.5, clock=lambda: 100.0),
             item(call("echo", 0, text="x")),
         )
-        dispatch(Dispatcher({"echo": without}, clock=lambda: 100.0), item(call("echo", 0, text="x")))
+        dispatch(
+            Dispatcher({"echo": without}, clock=lambda: 100.0), item(call("echo", 0, text="x"))
+        )
         assert with_timeout.contexts[0].deadline == pytest.approx(102.5)
         assert with_timeout.contexts[0].time_left(101.0) == pytest.approx(1.5)
         assert without.contexts[0].deadline is None

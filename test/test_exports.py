@@ -32,7 +32,9 @@ def public_classes(module: ModuleType) -> set[str]:
     return {
         name
         for name, value in vars(module).items()
-        if inspect.isclass(value) and value.__module__ == module.__name__ and not name.startswith("_")
+        if inspect.isclass(value)
+        and value.__module__ == module.__name__
+        and not name.startswith("_")
     }
 
 

@@ -1,4 +1,4 @@
-"""``_history``: tool messages appended in bulk give exactly what TorchRL's ``History.extend`` gives."""
+"""``_history``: tool messages appended in bulk equal what TorchRL's ``History.extend`` gives."""
 
 from __future__ import annotations
 
@@ -7,23 +7,21 @@ import pickle
 from collections.abc import Callable, Sequence
 
 import pytest
-import tensordict
+from tensordict import TensorDict
+from torchrl.data.llm import History
+from torchrl.envs.llm import ChatEnv
 
-tensordict.set_list_to_stack(True).set()
-
-from tensordict import TensorDict  # noqa: E402
-from torchrl.data.llm import History  # noqa: E402
-from torchrl.envs.llm import ChatEnv  # noqa: E402
-
-from torchrl_agentic import ToolResponseText, tool_call_id, tool_call_ids  # noqa: E402
-from torchrl_agentic._history import (  # noqa: E402
+from torchrl_agentic import ToolResponseText, tool_call_id, tool_call_ids
+from torchrl_agentic._history import (
     PAD_ROLE,
     _per_item_layout,
     _time_stacked_layout,
     append_messages,
     newest_messages,
 )
-from torchrl_agentic.testing import ScriptedPolicy  # noqa: E402
+from torchrl_agentic.testing import ScriptedPolicy
+
+# histories are built from lists: test/conftest.py sets tensordict.set_list_to_stack(True)
 
 BATCH = 3
 Rows = Sequence[Sequence[tuple[str, str]]]
@@ -62,7 +60,9 @@ def policy_reply(td: TensorDict) -> TensorDict:
 
 def response_1d() -> History:
     return History(
-        role=["assistant"] * BATCH, content=[f"answer {i}" for i in range(BATCH)], batch_size=(BATCH,)
+        role=["assistant"] * BATCH,
+        content=[f"answer {i}" for i in range(BATCH)],
+        batch_size=(BATCH,),
     )
 
 
@@ -162,7 +162,9 @@ class TestToolResponseText:
         plain = ToolResponseText("ok", tool_call_id="call_4")
         assert (plain.name, plain.is_error) == ("", False)
 
-    @pytest.mark.parametrize("roundtrip", [lambda t: pickle.loads(pickle.dumps(t)), copy.deepcopy, copy.copy])
+    @pytest.mark.parametrize(
+        "roundtrip", [lambda t: pickle.loads(pickle.dumps(t)), copy.deepcopy, copy.copy]
+    )
     def test_copies_keep_the_id(self, roundtrip):
         text = ToolResponseText("42", tool_call_id="call_7", name="calc", is_error=True)
         back = roundtrip(text)
@@ -250,7 +252,8 @@ class TestToolCallIds:
         assert tool_call_ids(history) == [[None, "call_0"], [None, "call_1"]]
 
     def test_one_dimensional(self):
-        history = History(role=["user", "tool"], content=["a", reply("b", "call_0")], batch_size=(2,))
+        content = ["a", reply("b", "call_0")]
+        history = History(role=["user", "tool"], content=content, batch_size=(2,))
         assert tool_call_ids(history) == [None, "call_0"]
 
     def test_survives_indexing(self):

@@ -11,6 +11,9 @@ import pytest
 
 from torchrl_agentic.loop import LoopThread
 
+# a broken close() or run() hangs rather than fails: turn a hang into a failure
+pytestmark = pytest.mark.timeout(30)
+
 
 def threads_named(name: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == name]
@@ -127,17 +130,19 @@ class TestClose:
                 order.append("cancelled")
                 raise
 
-        async def spawn() -> None:
-            asyncio.ensure_future(forever())
+        async def spawn() -> asyncio.Task[None]:
+            task = asyncio.ensure_future(forever())
             await asyncio.sleep(0)
+            return task
 
         async def final() -> None:
             await asyncio.sleep(0)
             order.append(f"final on {threading.current_thread().name}")
 
-        loop.run(spawn())
+        task = loop.run(spawn())
         loop.close(final())
         assert order == ["final on test-loop-final", "cancelled"]
+        assert task.cancelled()
 
     def test_close_before_start_closes_final_without_starting(self):
         loop = LoopThread("test-loop-never")

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchrl_agentic import Tool, ToolContext, ToolResult
-from torchrl_agentic.schema import check_input_schema, compile_validator, openai_schema
+from torchrl_agentic.schema import _fast_check, check_input_schema, compile_validator, openai_schema
 
 NESTED = {
     "type": "object",
@@ -50,7 +53,10 @@ class TestCompileValidator:
             ({}, "'query' is a required property"),
             ({"query": 3}, "3 is not of type 'string' (at query)"),
             ({"query": "x", "limit": 0}, "0 is less than the minimum of 1 (at limit)"),
-            ({"query": "x", "filters": {"tags": ["a", 7]}}, "7 is not of type 'string' (at filters/tags/1)"),
+            (
+                {"query": "x", "filters": {"tags": ["a", 7]}},
+                "7 is not of type 'string' (at filters/tags/1)",
+            ),
             ({"query": "x", "mode": "slow"}, "'slow' is not one of ['fast', 'exact'] (at mode)"),
         ],
     )
@@ -87,7 +93,8 @@ class TestCheckInputSchema:
         assert check_input_schema("MyTool", schema) is None
 
     def test_non_mapping(self):
-        with pytest.raises(TypeError, match=r"MyTool\.input_schema must be a JSON Schema dict, got str"):
+        match = r"MyTool\.input_schema must be a JSON Schema dict, got str"
+        with pytest.raises(TypeError, match=match):
             check_input_schema("MyTool", '{"type": "object"}')
 
     @pytest.mark.parametrize("kind", ["array", "string", "integer"])
@@ -127,3 +134,47 @@ class TestOpenAISchema:
         spec = openai_schema(tool)
         spec["function"]["parameters"]["type"] = "array"
         assert tool.input_schema["type"] == "object"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+FAST_SCHEMAS = st.fixed_dictionaries(
+    {"type": st.just("object")},
+    optional={
+        "properties": st.dictionaries(
+            st.sampled_from(["a", "b", "c"]),
+            st.one_of(
+                st.fixed_dictionaries({"type": st.sampled_from(
+                    ["string", "integer", "number", "boolean", "null", "array", "object"])}),
+                st.fixed_dictionaries({
+                    "type": st.sampled_from(["string", "integer"]),
+                    "enum": st.lists(st.sampled_from(["x", "y", "1"]), min_size=1, max_size=3, unique=True),
+                }),
+            ),
+            max_size=3,
+        ),
+        "required": st.lists(st.sampled_from(["a", "b", "c"]), unique=True, max_size=3),
+        "additionalProperties": st.booleans(),
+    },
+)
+
+
+class TestFastCheck:
+    @settings(max_examples=300, deadline=None)
+    @given(schema=FAST_SCHEMAS, args=st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), JSON_VALUES))
+    def test_fast_path_agrees_with_jsonschema(self, schema, args):
+        expected = jsonschema.Draft202012Validator(schema).is_valid(args)
+        assert (compile_validator(schema)(args) is None) == expected
+
+    def test_schemas_with_other_keywords_use_jsonschema_only(self):
+        assert _fast_check({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}) is None
+        assert _fast_check({"type": "object", "patternProperties": {}}) is None
+        assert _fast_check({"type": "object", "properties": {"n": {"type": ["string", "null"]}}}) is None
+
+    def test_fast_path_never_accepts_what_jsonschema_rejects(self):
+        fast = _fast_check({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+        assert fast is not None
+        assert fast({"n": 3}) and not fast({"n": True}) and not fast({"n": 1.0}) and not fast({})

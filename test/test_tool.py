@@ -55,17 +55,21 @@ class TestCheck:
         with pytest.raises(ValueError, match="name must match"):
             tool(name="search\n").check()
 
-    @pytest.mark.parametrize(("description", "kind"), [(None, "NoneType"), (5, "int"), (["x"], "list")])
+    @pytest.mark.parametrize(
+        ("description", "kind"), [(None, "NoneType"), (5, "int"), (["x"], "list")]
+    )
     def test_non_str_description_raises(self, description, kind):
         with pytest.raises(TypeError, match=rf"Custom\.description must be a str, got {kind}"):
             tool(description=description).check()
 
     def test_non_mapping_schema_raises(self):
-        with pytest.raises(TypeError, match=r"Custom\.input_schema must be a JSON Schema dict, got list"):
+        match = r"Custom\.input_schema must be a JSON Schema dict, got list"
+        with pytest.raises(TypeError, match=match):
             tool(input_schema=[{"type": "object"}]).check()
 
     def test_non_object_schema_raises(self):
-        with pytest.raises(ValueError, match=r"input_schema must describe an object.*got type 'string'"):
+        match = r"input_schema must describe an object.*got type 'string'"
+        with pytest.raises(ValueError, match=match):
             tool(input_schema={"type": "string"}).check()
 
     def test_invalid_json_schema_raises(self):
@@ -78,7 +82,8 @@ class TestCheck:
             name = "norun"
             description = "Forgot run."
 
-        with pytest.raises(TypeError, match=r"NoRun must define `async def run\(self, args, ctx\)`"):
+        match = r"NoRun must define `async def run\(self, args, ctx\)`"
+        with pytest.raises(TypeError, match=match):
             NoRun().check()
 
     def test_sync_run_raises(self):

@@ -123,6 +123,7 @@ class ToolCompose(Compose):
         self._sessions = SessionStore()
         self._loop = LoopThread(f"ToolCompose-{id(self):x}")
         self._set_up: set[str] = set()
+        self._dispatcher: Dispatcher | None = None
         self._closed = False
         # A safety net for a compose dropped without close(): stop its loop thread. Tools and
         # sessions are only released by close().
@@ -227,8 +228,10 @@ class ToolCompose(Compose):
         return self.clone()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for key in ("_loop", "_sessions", "_finalizer", "_set_up", "last_dispatch", "last_stats"):
+        state: dict[str, Any] = super().__getstate__()
+        runtime = ("_loop", "_sessions", "_finalizer", "_set_up", "_dispatcher", "last_dispatch",
+                   "last_stats")
+        for key in runtime:
             state.pop(key, None)
         return state
 
@@ -314,7 +317,8 @@ class ToolCompose(Compose):
         count = math.prod(shape)
         history = next_tensordict["history"]
         prompt: History = history.prompt
-        parsed = self._parse_newest(prompt, count)
+        flat = prompt.reshape(count, -1) if len(shape) > 1 else prompt
+        parsed = self._parse_newest(flat)
         states = self._states(tensordict, parsed, count)
         work = [ItemWork(i, p, states[i]) for i, p in enumerate(parsed) if p is not None and
                 (p.calls or p.errors)]
@@ -329,7 +333,6 @@ class ToolCompose(Compose):
         self.last_dispatch = results
         if work:
             rows = [self._render(r) for r in results]
-            flat = prompt.reshape(count, -1) if len(shape) > 1 else prompt
             new = append_messages(flat, rows)
             history.prompt = new.reshape(*shape, -1) if len(shape) > 1 else new
             next_tensordict.set("history", history)
@@ -356,9 +359,8 @@ class ToolCompose(Compose):
         role = getattr(base, "policy_role", None)
         return role if isinstance(role, str) else "assistant"
 
-    def _parse_newest(self, prompt: History, count: int) -> list[ParseResult | None]:
+    def _parse_newest(self, flat: History) -> list[ParseResult | None]:
         """Parse each item's newest message once, when it was written by the policy."""
-        flat = prompt.reshape(count, -1) if prompt.ndim > 2 else prompt
         policy_role = self._policy_role()
         parsed: list[ParseResult | None] = []
         for message in newest_messages(flat):
@@ -393,15 +395,17 @@ class ToolCompose(Compose):
             if name not in self._set_up:
                 await tool.setup()
                 self._set_up.add(name)
-        dispatcher = Dispatcher(
-            self._tools,
-            rate_limits=self.rate_limits,
-            per_call_timeout=self.per_call_timeout,
-            validate_inputs=self.validate_inputs,
-            max_calls_per_step=self.max_calls_per_step,
-            sessions=self._sessions,
-        )
-        return await dispatcher.run_batch(work)
+        if self._dispatcher is None or self._dispatcher.tools != self._tools:
+            # built once and kept while the tools stay the same: it caches compiled validators
+            self._dispatcher = Dispatcher(
+                self._tools,
+                rate_limits=self.rate_limits,
+                per_call_timeout=self.per_call_timeout,
+                validate_inputs=self.validate_inputs,
+                max_calls_per_step=self.max_calls_per_step,
+                sessions=self._sessions,
+            )
+        return await self._dispatcher.run_batch(work)
 
     def _render(self, result: DispatchResult) -> list[tuple[str, str]]:
         rows: list[tuple[str, str]] = []

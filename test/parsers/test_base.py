@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -124,7 +126,30 @@ class TestSmallHelpers:
         assert message == {"role": "tool", "content": "bad", "tool_call_id": "call_3", "name": ""}
 
 
+FORMATS = ("hermes", "jsonblock", "openai", "xml")
+
+
+def parser_imports(module: str) -> set[str]:
+    """The ``torchrl_agentic.parsers`` modules that ``parsers/<module>.py`` imports."""
+    tree = ast.parse((Path(parsers.__file__).parent / f"{module}.py").read_text())
+    names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    prefix = "torchrl_agentic.parsers."
+    return {name.removeprefix(prefix) for name in names if name.startswith(prefix)}
+
+
 class TestParsersPackage:
+    def test_every_format_module_is_checked(self) -> None:
+        modules = {path.stem for path in Path(parsers.__file__).parent.glob("*.py")}
+        assert modules - {"__init__", "base", "_calls", "_tagged"} == set(FORMATS)
+
+    @pytest.mark.parametrize("module", FORMATS)
+    def test_format_modules_import_only_shared_modules(self, module: str) -> None:
+        assert parser_imports(module) - {"base", "_calls", "_tagged"} == set()
+
+    @pytest.mark.parametrize("module", ["base", "_calls", "_tagged"])
+    def test_shared_modules_import_no_format(self, module: str) -> None:
+        assert parser_imports(module) & set(FORMATS) == set()
+
     def test_all_is_sorted_and_complete(self) -> None:
         assert parsers.__all__ == sorted(parsers.__all__)
         assert all(hasattr(parsers, name) for name in parsers.__all__)

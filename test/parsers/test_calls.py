@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import pickle
 from types import MappingProxyType
 from typing import Any
 
 import pytest
 
+from torchrl_agentic.parsers import _calls
 from torchrl_agentic.parsers._calls import (
     build_result,
     call_from_object,
@@ -15,6 +18,7 @@ from torchrl_agentic.parsers._calls import (
     dump_raw,
     json_error,
     json_kind,
+    new_call,
 )
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
 
@@ -121,8 +125,7 @@ class TestCallFromObject:
         [
             (
                 [1],
-                'expected a JSON object {"name": "tool_name", "arguments": {...}} in <tool_call>, '
-                "got array",
+                'expected a JSON object {"name": "tool_name", "arguments": {...}} in <tool_call>, got array',
                 None,
             ),
             (
@@ -150,6 +153,28 @@ class TestCallFromObject:
         made = make({}, name_key="tool", args_keys=("args",), where="tools[0]")
         assert isinstance(made, MalformedCall)
         assert made.message == 'missing "tool" in tools[0]; write {"tool": "tool_name", "args": {...}}'
+
+
+class TestNewCall:
+    def test_is_the_call_the_constructor_makes(self) -> None:
+        made = new_call("f", {"x": 1}, "c", 2, "raw")
+        expected = ParsedCall("f", {"x": 1}, "c", index=2, raw="raw")
+        assert type(made) is ParsedCall
+        assert (made, repr(made), vars(made)) == (expected, repr(expected), vars(expected))
+        assert dataclasses.replace(made, index=3) == dataclasses.replace(expected, index=3)
+        assert pickle.loads(pickle.dumps(made)) == expected
+
+    def test_stays_frozen(self) -> None:
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'tool'"):
+            new_call("f", {}, "c", 0, "").tool = "g"  # type: ignore[misc]
+
+    def test_fast_path_is_on(self) -> None:
+        # A field, __post_init__ or slots added to ParsedCall make new_call use the constructor.
+        assert _calls._FILL_CALLS
+
+    def test_falls_back_to_the_constructor(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(_calls, "_FILL_CALLS", False)
+        assert new_call("f", {}, "c", 1, "r") == ParsedCall("f", {}, "c", index=1, raw="r")
 
 
 class TestBuildResult:

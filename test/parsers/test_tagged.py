@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from torchrl_agentic.parsers._tagged import _decode_site, decode_tagged_json, skip_blank
 
 BLANK = re.compile(r"\s*")
+TOKENS = ["</x>", "{", "}", "[", "]", '"', "\\", ":", ",", " ", "\n", "\u00a0", "\x1c", "1", "a", '"k"']
 
 
 class TestSkipBlank:
@@ -68,7 +69,7 @@ class TestDecodeTaggedJson:
 
     @given(
         st.lists(
-            st.sampled_from(["</x>", "{", "}", "[", "]", '"', "\\", ":", ",", " ", "\n", "1", "a", '"k"']),
+            st.sampled_from(TOKENS),
             max_size=30,
         ).map("".join)
     )

@@ -8,6 +8,7 @@ every step, so the well-formed path checks exact types before falling back to AB
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,13 @@ _KINDS = {
     type(None): "null",
 }
 _ARGS_HINT = 'write the arguments as a JSON object, e.g. {"query": "..."}'
+# Whether ``new_call`` may fill a ParsedCall's ``__dict__`` and get what the constructor makes.
+_FILL_CALLS = (
+    tuple(f.name for f in dataclasses.fields(ParsedCall)) == ("tool", "args", "call_id", "index", "raw")
+    and not hasattr(ParsedCall, "__post_init__")
+    and not hasattr(ParsedCall, "__slots__")
+    and ParsedCall.__new__ is object.__new__
+)
 
 
 def json_kind(value: object) -> str:
@@ -133,7 +141,22 @@ def call_from_object(
     args, problem = ({}, "") if value is None else decode_arguments(value)
     if args is None:
         return _malformed(f'"{key}" in {where} {problem}; {_ARGS_HINT}', call_id, index, raw, tool=name)
-    return ParsedCall(name, args, call_id, index=index, raw=raw)
+    return new_call(name, args, call_id, index, raw)
+
+
+def new_call(tool: str, args: dict[str, Any], call_id: str, index: int, raw: str) -> ParsedCall:
+    """``ParsedCall(tool, args, call_id, index=index, raw=raw)``, made without its ``__init__``.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, which costs
+    more than decoding a small call's JSON; parsing makes a call per call site, batch item and step.
+    Filling the new instance's ``__dict__`` gives the same object, as long as ``ParsedCall`` keeps
+    exactly these fields, no ``__post_init__`` and no slots (else this calls ``ParsedCall``).
+    """
+    if not _FILL_CALLS:
+        return ParsedCall(tool, args, call_id, index=index, raw=raw)
+    call = object.__new__(ParsedCall)
+    call.__dict__.update(tool=tool, args=args, call_id=call_id, index=index, raw=raw)
+    return call
 
 
 def _shape(name_key: str, args_keys: Sequence[str]) -> str:
@@ -141,9 +164,7 @@ def _shape(name_key: str, args_keys: Sequence[str]) -> str:
     return f'{{"{name_key}": "tool_name", "{args_keys[0]}": {{...}}}}'
 
 
-def _malformed(
-    message: str, call_id: str, index: int, raw: str, tool: str | None = None
-) -> MalformedCall:
+def _malformed(message: str, call_id: str, index: int, raw: str, tool: str | None = None) -> MalformedCall:
     return MalformedCall(message, call_id, index=index, raw=truncate(raw), tool=tool)
 
 

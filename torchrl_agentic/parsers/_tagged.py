@@ -35,7 +35,8 @@ def decode_tagged_json(text: str, start: int, close: str, where: str) -> tuple[A
     """Decode the JSON value opening at ``start`` (after blanks) and the ``close`` tag after it.
 
     The JSON is decoded first, so ``close`` inside a JSON string does not end the call site; when
-    the JSON is invalid, the site ends at the first ``close``.
+    the JSON is invalid, the site ends at the first ``close``. ``close`` is a tag: it does not
+    start with a blank.
 
     Returns:
         ``(value, end, problem)``: ``end`` is just past the close tag (the end of ``text`` when
@@ -48,19 +49,20 @@ def decode_tagged_json(text: str, start: int, close: str, where: str) -> tuple[A
         >>> decode_tagged_json("<x>{]</x>", 3, "</x>", "<x>")
         (None, 9, 'invalid JSON in <x>: Expecting property name enclosed in double quotes at char 1')
     """
-    begin = skip_blank(text, start)
-    first_close = text.find(close, begin)
+    # ``close`` does not start with a blank, so looking for it from ``start`` finds the same one.
+    first_close = text.find(close, start)
     if first_close != -1:
-        # The common case: the value fills the text before the first close tag, up to blanks.
-        window = text[begin:first_close]
+        # The common case: the value fills the text before the first close tag, up to blanks
+        # (``str.strip`` and ``\s`` share one definition of whitespace).
+        window = text[start:first_close].strip()
         try:
             value, end = _DECODER.raw_decode(window)
         except (ValueError, RecursionError):
             pass
         else:
-            if end == len(window) or window[end:].isspace():
+            if end == len(window):
                 return value, first_close + len(close), ""
-    return _decode_site(text, begin, first_close, close, where)
+    return _decode_site(text, skip_blank(text, start), first_close, close, where)
 
 
 def _decode_site(text: str, begin: int, first_close: int, close: str, where: str) -> tuple[Any, int, str]:

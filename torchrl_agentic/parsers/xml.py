@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from torchrl_agentic.parsers._calls import build_result, decode_arguments, schema_lines
+from torchrl_agentic.parsers._calls import build_result, decode_arguments, new_call, schema_lines
 from torchrl_agentic.parsers._tagged import decode_tagged_json, skip_blank
 from torchrl_agentic.parsers.base import (
     default_call_id,
@@ -28,7 +28,6 @@ _START = re.compile(r"<tool(?=[\s>])")
 # Attribute values exclude "<" and ">" so that a stray quote cannot make a match scan far ahead.
 _OPENING = re.compile(r'<tool((?:\s+[\w-]+="[^"<>]*")*)\s*>')
 _ATTR = re.compile(r'([\w-]+)="([^"<>]*)"')
-_EMPTY_BODY = re.compile(r"\s*</tool>")
 _SYNTAX = '<tool name="tool_name">{"arg": "value"}</tool>'
 
 
@@ -81,19 +80,19 @@ class XMLParser:
         attrs = dict(_ATTR.findall(opening.group(1)))
         name = attrs.get("name", "")
         call_id = attrs.get("tag") or default_call_id(index)
-        empty = _EMPTY_BODY.match(text, opening.end())
+        body = skip_blank(text, opening.end())
         value: Any
-        if empty is not None:
-            value, end, problem = {}, empty.end(), ""
+        if text.startswith(_CLOSE, body):
+            value, end, problem = {}, body + len(_CLOSE), ""
         else:
-            value, end, problem = decode_tagged_json(text, opening.end(), _CLOSE, _WHERE)
+            value, end, problem = decode_tagged_json(text, body, _CLOSE, _WHERE)
         raw = text[start:end]
         if not problem and not name:
             problem = f'missing "name" attribute in {_WHERE}; write {_SYNTAX}'
         if not problem:
             args, complaint = decode_arguments(value)
             if args is not None:
-                return ParsedCall(name, args, call_id, index=index, raw=raw), end
+                return new_call(name, args, call_id, index, raw), end
             problem = f"the body of {_WHERE} {complaint}; write {_SYNTAX}"
         return MalformedCall(
             problem, call_id, index=index, raw=truncate(raw), tool=name or None

@@ -1,7 +1,7 @@
 """Group ``agentic-parsers``: one message through a tool-call parser, beside TorchRL's XMLBlockParser.
 
 Every env step parses the newest message of each batch item, so these run per item per step. Run the
-figures with ``pytest benchmarks/test_parsers.py --benchmark-enable``; the test suite runs each once.
+figures with ``pytest benchmarks/test_bench_parsers.py --benchmark-enable``; the test suite runs each once.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from torchrl_agentic.parsers import HermesParser, XMLParser
 GROUP = "agentic-parsers"
 
 HERMES_8_CALLS = "".join(
-    '<tool_call>{"name": "noop", "arguments": {"i": %d}}</tool_call>' % i for i in range(8)
+    f'<tool_call>{{"name": "noop", "arguments": {{"i": {i}}}}}</tool_call>' for i in range(8)
 )
-XML_8_CALLS = "".join('<tool name="noop">{"i": %d}</tool>' % i for i in range(8))
+XML_8_CALLS = "".join(f'<tool name="noop">{{"i": {i}}}</tool>' for i in range(8))
 PROSE_2KB = ("The quick brown fox jumps over the lazy dog, then naps in the afternoon sun. " * 27)[:2048]
 REASONING_2_CALLS = (
     "<think>The user wants two lookups; I will call noop twice and then answer.</think>\n"
     "Let me check both.\n"
-    + "".join('<tool_call>{"name": "noop", "arguments": {"i": %d}}</tool_call>\n' % i for i in range(2))
+    + "".join(f'<tool_call>{{"name": "noop", "arguments": {{"i": {i}}}}}</tool_call>\n' for i in range(2))
 )
 
 
