@@ -82,15 +82,15 @@ def compose_env():
         env.close()
 
 
-@pytest.mark.parametrize("batch", [1, 8])
-@pytest.mark.parametrize("calls", [1, 3, 8])
+@pytest.mark.parametrize("batch", [1, 8], ids=lambda b: f"B{b}")
+@pytest.mark.parametrize("calls", [1, 3, 8], ids=lambda n: f"n{n}")
 def test_toolcompose_sleep_50ms(benchmark, compose_env, batch, calls):
     env = compose_env(SleepTool(seconds=0.05), batch)
     run_step(benchmark, env, prepared(env, batch, hermes_calls("sleep", calls)), rounds=10)
 
 
-@pytest.mark.parametrize("batch", [1, 8])
-@pytest.mark.parametrize("calls", [1, 3, 8])
+@pytest.mark.parametrize("batch", [1, 8], ids=lambda b: f"B{b}")
+@pytest.mark.parametrize("calls", [1, 3, 8], ids=lambda n: f"n{n}")
 def test_legacy_execute_tools_in_order_sleep_50ms(benchmark, batch, calls):
     transform = ExecuteToolsInOrder(registry=ToolRegistry([SleepService(0.05)]), parser=XMLBlockParser())
     env = TransformedEnv(ChatEnv(batch_size=(batch,)), transform)
@@ -105,12 +105,12 @@ def test_toolcompose_8x8_sleep_100ms(benchmark, compose_env):
 
 def test_toolcompose_64x8_noop(benchmark, compose_env):
     env = compose_env(NoopTool(), 64)
-    run_step(benchmark, env, prepared(env, 64, hermes_calls("noop", 8)), rounds=20)
+    run_step(benchmark, env, prepared(env, 64, hermes_calls("noop", 8)), rounds=50)
 
 
 def test_bare_chatenv_step_64(benchmark):
     env = ChatEnv(batch_size=(64,))
-    run_step(benchmark, env, prepared(env, 64, hermes_calls("noop", 8)), rounds=20)
+    run_step(benchmark, env, prepared(env, 64, hermes_calls("noop", 8)), rounds=50)
 
 
 def test_gather_512_noop_coroutines(benchmark):

@@ -90,6 +90,11 @@ def _ntd(value: Any) -> NonTensorData:
     return obj
 
 
+def _fields(td: TensorDict) -> dict[str, Any]:
+    """The raw key -> value dict of a plain TensorDict (``items()`` wraps every value on the way)."""
+    return td._tensordict
+
+
 def _stack(items: Sequence[Any], dim: int = 0) -> NonTensorStack:
     return NonTensorStack._new_lazy_unsafe(*items, stack_dim=dim)
 
@@ -127,7 +132,7 @@ def newest_messages(prompt: History) -> list[dict[str, Any]]:
     if _per_item_layout(td):
         return [_last_of(item, lambda v: v.tensordicts[-1]) for item in td.tensordicts]
     if _time_stacked_layout(td):
-        columns = {key: stack.tensordicts[-1] for key, stack in td.items()}
+        columns = {key: stack.tensordicts[-1] for key, stack in _fields(td).items()}
         return [
             {key: _data(_entry(col, b)) for key, col in columns.items()}
             for b in range(td.batch_size[0])
@@ -142,7 +147,7 @@ def newest_messages(prompt: History) -> list[dict[str, Any]]:
 
 
 def _last_of(item: Any, pick: Any) -> dict[str, Any]:
-    return {key: _data(pick(stack)) for key, stack in item.items()}
+    return {key: _data(pick(stack)) for key, stack in _fields(item).items()}
 
 
 def _entry(column: Any, b: int) -> Any:
@@ -160,9 +165,12 @@ def _build(padded: list[list[tuple[str, str]]]) -> History:
 
 
 def _fields_are_stacks(td: Any, stack_dim: int) -> bool:
-    return all(
-        isinstance(v, NonTensorStack) and v.stack_dim == stack_dim for v in td.values()
-    ) and "role" in td.keys() and "content" in td.keys()
+    fields = _fields(td)
+    return (
+        "role" in fields
+        and "content" in fields
+        and all(type(v) is NonTensorStack and v.stack_dim == stack_dim for v in fields.values())
+    )
 
 
 def _per_item_layout(td: Any) -> bool:
@@ -193,7 +201,7 @@ def _append_per_item(td: LazyStackedTensorDict, padded: list[list[tuple[str, str
     items = []
     for item, row in zip(td.tensordicts, padded):
         fields = {}
-        for key, stack in item.items():
+        for key, stack in _fields(item).items():
             new = [_ntd(_new_value(key, role, content)) for role, content in row]
             fields[key] = _stack([*stack.tensordicts, *new])
         length = item.batch_size[0] + len(row)
@@ -204,7 +212,7 @@ def _append_per_item(td: LazyStackedTensorDict, padded: list[list[tuple[str, str
 def _append_time_stacked(td: TensorDict, padded: list[list[tuple[str, str]]], width: int) -> History:
     batch, length = td.batch_size
     fields = {}
-    for key, stack in td.items():
+    for key, stack in _fields(td).items():
         columns = [
             _stack([_ntd(_new_value(key, *row[k])) for row in padded]) for k in range(width)
         ]
