@@ -334,7 +334,7 @@ class TestSessions:
 class TestState:
     @pytest.mark.parametrize("passed", [True, False])
     def test_state_reaches_tools_that_ask(self, make_env, passed):
-        wants, ignores = EchoTool("wants", requires_state=True), EchoTool("ignores")
+        wants, ignores = EchoTool("wants", wants_state=True), EchoTool("ignores")
         env = make_env([wants, ignores], batch_size=(2,), pass_state_to_tools=passed)
         step(env, [hermes("wants", text="a") + hermes("ignores", text="b"), "nothing"])
         assert ignores.contexts[0].state is None
@@ -473,3 +473,58 @@ class TestCopy:
             finally:
                 twin.close()
         assert len(original.sessions) == 2
+
+
+class TestEnvChecks:
+    def test_text_mode_chat_env_is_refused_with_the_fix(self):
+        env = TransformedEnv(
+            ChatEnv(batch_size=(1,), input_mode="text"),
+            ToolCompose(tools=[EchoTool()], parser=HermesParser()),
+        )
+        try:
+            with pytest.raises(RuntimeError, match="needs a ChatEnv in history mode, got input_mode='text'"):
+                env.transform._step(TensorDict(batch_size=(1,)), TensorDict(batch_size=(1,)))
+        finally:
+            env.close()
+
+
+class TestSharedLimiter:
+    def test_one_limiter_caps_two_envs_stepping_in_threads(self):
+        limiter = RateLimiter(max_concurrent=2)
+        lock = threading.Lock()
+        state = {"now": 0, "peak": 0}
+
+        class Tracked(Tool):
+            name = "tracked"
+            description = "sleep while counted"
+            input_schema = {"type": "object"}
+
+            async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+                with lock:
+                    state["now"] += 1
+                    state["peak"] = max(state["peak"], state["now"])
+                await asyncio.sleep(0.05)
+                with lock:
+                    state["now"] -= 1
+                return ToolResult.from_text("done")
+
+        first = ToolCompose(tools=[Tracked()], parser=HermesParser(), rate_limits={"tracked": limiter})
+        second = first.clone()
+        envs = [TransformedEnv(ChatEnv(batch_size=(2,)), c) for c in (first, second)]
+        outs: list[TensorDict] = []
+
+        def work(env: TransformedEnv) -> None:
+            outs.append(step(env, [hermes("tracked") * 3] * 2))
+
+        threads = [threading.Thread(target=work, args=(env,)) for env in envs]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+        finally:
+            for env in envs:
+                env.close()
+        assert len(outs) == 2 and state["peak"] == 2
+        assert all(tool_messages(o, i)[k][1] == "done" for o in outs for i in range(2) for k in range(3))
+        assert limiter.in_flight == 0 and limiter.total_acquired == 12

@@ -502,7 +502,7 @@ class TestToolContext:
         assert dispatcher.sessions is sessions
 
     def test_state_only_for_tools_that_require_it(self):
-        wants, ignores = EchoTool("wants", requires_state=True), EchoTool("ignores")
+        wants, ignores = EchoTool("wants", wants_state=True), EchoTool("ignores")
         state = object()
         dispatcher = Dispatcher({"wants": wants, "ignores": ignores})
         dispatch(

@@ -109,7 +109,7 @@ class TestTool:
 
     def test_defaults(self):
         base = Tool()
-        assert base.exclusive is False and base.requires_state is False
+        assert base.exclusive is False and base.wants_state is False
         assert base.input_schema == {"type": "object"} and base.output_schema is None
         assert asyncio.run(base.setup()) is None and asyncio.run(base.teardown()) is None
 

@@ -130,7 +130,7 @@ def newest_messages(prompt: History) -> list[dict[str, Any]]:
     """The last message of every item of a ``(B, T)`` history as dicts (role, content, tool_calls)."""
     td = prompt._tensordict
     if _per_item_layout(td):
-        return [_last_of(item, lambda v: v.tensordicts[-1]) for item in td.tensordicts]
+        return [_last_of(item) for item in td.tensordicts]
     if _time_stacked_layout(td):
         columns = {key: stack.tensordicts[-1] for key, stack in _fields(td).items()}
         return [
@@ -146,8 +146,8 @@ def newest_messages(prompt: History) -> list[dict[str, Any]]:
     ]
 
 
-def _last_of(item: Any, pick: Any) -> dict[str, Any]:
-    return {key: _data(pick(stack)) for key, stack in _fields(item).items()}
+def _last_of(item: TensorDict) -> dict[str, Any]:
+    return {key: _data(stack.tensordicts[-1]) for key, stack in _fields(item).items()}
 
 
 def _entry(column: Any, b: int) -> Any:

@@ -69,7 +69,7 @@ class ToolCompose(Compose):
         rate_limits: a ``RateLimiter`` per tool name; a limiter may be shared between composes.
         per_call_timeout: seconds a call may take, rate-limiter wait included; None for no limit.
         pass_state_to_tools: hand the item's tensordict (without its history) to tools with
-            ``requires_state = True`` as ``ctx.state``.
+            ``wants_state = True`` as ``ctx.state``.
         tool_role: role of the result messages.
         validate_inputs: check arguments against each tool's ``input_schema``.
         max_calls_per_step: valid calls of one message that run; later ones get an error result.
@@ -321,12 +321,13 @@ class ToolCompose(Compose):
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase
     ) -> TensorDictBase:
         started = time.perf_counter()
+        policy_role = self._policy_role()
         shape = next_tensordict.batch_size
         count = math.prod(shape)
         history = next_tensordict["history"]
         prompt: History = history.prompt
         flat = prompt.reshape(count, -1) if len(shape) > 1 else prompt
-        parsed = self._parse_newest(flat)
+        parsed = self._parse_newest(flat, policy_role)
         states = self._states(tensordict, parsed, count)
         work = [ItemWork(i, p, states[i]) for i, p in enumerate(parsed) if p is not None and
                 (p.calls or p.errors)]
@@ -367,9 +368,8 @@ class ToolCompose(Compose):
         role = getattr(base, "policy_role", None)
         return role if isinstance(role, str) else "assistant"
 
-    def _parse_newest(self, flat: History) -> list[ParseResult | None]:
+    def _parse_newest(self, flat: History, policy_role: str) -> list[ParseResult | None]:
         """Parse each item's newest message once, when it was written by the policy."""
-        policy_role = self._policy_role()
         parsed: list[ParseResult | None] = []
         for message in newest_messages(flat):
             if message.get("role") != policy_role:
@@ -393,7 +393,7 @@ class ToolCompose(Compose):
     def _states(
         self, tensordict: TensorDictBase, parsed: Sequence[ParseResult | None], count: int
     ) -> list[Any]:
-        if not (self.pass_state_to_tools and any(t.requires_state for t in self._tools.values())):
+        if not (self.pass_state_to_tools and any(t.wants_state for t in self._tools.values())):
             return [None] * count
         flat = tensordict.exclude("history", "next").reshape(count)
         return [flat[i] if p is not None and p.calls else None for i, p in enumerate(parsed)]

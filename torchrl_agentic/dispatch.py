@@ -204,7 +204,7 @@ class Dispatcher:
                 call_id=call.call_id,
                 batch_index=item.batch_index,
                 deadline=None if timeout is None else self.clock() + timeout,
-                state=item.state if tool.requires_state else None,
+                state=item.state if tool.wants_state else None,
                 session=self.sessions.get(item.batch_index),
                 tool=tool.name,
             )

@@ -7,7 +7,8 @@ tool message for the model and the batch goes on. Developer errors (:class:`Conf
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class ToolError(Exception):
@@ -15,11 +16,13 @@ class ToolError(Exception):
 
     Args:
         message: the text the model reads.
+        detail: structured data about the failure, for logs and recorders (not shown to the model).
     """
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, detail: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.detail = dict(detail or {})
 
 
 class UnknownToolError(ToolError):
@@ -35,19 +38,19 @@ class UnknownToolError(ToolError):
 class InvalidArgumentsError(ToolError):
     """The call's arguments do not match the tool's ``input_schema``."""
 
-    def __init__(self, tool: str, detail: str) -> None:
+    def __init__(self, tool: str, reason: str) -> None:
         self.tool = tool
-        self.detail = detail
-        super().__init__(f"invalid arguments for tool {tool!r}: {detail}")
+        self.reason = reason
+        super().__init__(f"invalid arguments for tool {tool!r}: {reason}", {"tool": tool})
 
 
 class MalformedCallError(ToolError):
     """The tool call could not be parsed from the message."""
 
-    def __init__(self, detail: str, raw: str = "") -> None:
-        self.detail = detail
+    def __init__(self, reason: str, raw: str = "") -> None:
+        self.reason = reason
         self.raw = raw
-        super().__init__(f"malformed tool call: {detail}")
+        super().__init__(f"malformed tool call: {reason}", {"raw": raw})
 
 
 class ToolTimeoutError(ToolError):

@@ -58,10 +58,10 @@ class EchoTool(Tool):
     }
 
     def __init__(self, name: str = "echo", *, exclusive: bool = False,
-                 requires_state: bool = False) -> None:
+                 wants_state: bool = False) -> None:
         self.name = name
         self.exclusive = exclusive
-        self.requires_state = requires_state
+        self.wants_state = wants_state
         self.contexts: list[ToolContext] = []
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:

@@ -28,7 +28,7 @@ class Tool:
         output_schema: optional JSON Schema of structured output.
         exclusive: when True, within one message this tool's calls run alone: after every earlier
             call of the message has finished and before any later one starts.
-        requires_state: when True and the compose has ``pass_state_to_tools=True``, ``ctx.state``
+        wants_state: when True and the compose has ``pass_state_to_tools=True``, ``ctx.state``
             holds the item's tensordict (without its history).
 
     Examples:
@@ -52,7 +52,7 @@ class Tool:
     input_schema: Mapping[str, Any] = {"type": "object"}
     output_schema: Mapping[str, Any] | None = None
     exclusive: bool = False
-    requires_state: bool = False
+    wants_state: bool = False
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Serve one call. Raise ``ToolError`` for a model-visible failure."""

@@ -92,6 +92,9 @@ class ImagePart:
     """Where the image lives, instead of inline data."""
 
 
+JsonPart = JSONPart
+"""TorchRL's agentic design spells it ``JsonPart``; both names are the same class."""
+
 Part = TextPart | JSONPart | ImagePart
 
 
@@ -172,7 +175,7 @@ class ToolContext:
     """``time.monotonic()`` value past which the call is cancelled, or None."""
     state: TensorDictBase | None = None
     """The item's tensordict without its history; set only with ``pass_state_to_tools`` for tools
-    with ``requires_state = True``."""
+    with ``wants_state = True``."""
     session: Session | None = None
     """The trajectory's session store (per item, from its reset to its next reset or ``close()``)."""
     tool: str = ""
