@@ -26,6 +26,7 @@ from torchrl_agentic import (
     ToolResult,
 )
 from torchrl_agentic.dispatch import Dispatcher, ItemWork, normalise
+from torchrl_agentic.errors import ToolExecutionError
 from torchrl_agentic.sessions import SessionStore
 from torchrl_agentic.testing import EchoTool, RaisingTool, SleepTool
 
@@ -511,3 +512,17 @@ class TestToolContext:
         )
         assert wants.contexts[0].state is state
         assert ignores.contexts[0].state is None
+
+
+
+
+class TestErrorDetails:
+    def test_huge_exception_messages_are_cut(self):
+        message = ToolExecutionError("t", ValueError("x" * 10_000)).message
+        assert len(message) < 2_200 and message.endswith("... [8000 more characters]")
+
+    def test_error_results_name_the_error_type_in_meta(self):
+        dispatcher = Dispatcher({"boom": RaisingTool(KeyError("k")), "echo": EchoTool()})
+        (result,) = dispatch(dispatcher, item(call("boom", 0), call("nope", 1), call("echo", 2, text="hi")))
+        assert [r.meta.get("error") for r in result.results] == ["KeyError", "UnknownToolError", None]
+        assert result.results[1].meta["tool"] == "nope"

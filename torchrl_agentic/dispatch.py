@@ -222,10 +222,12 @@ class Dispatcher:
             text = f"stopping: {signal.reason}" if signal.reason else "stopping"
             return ToolResult.from_text(text, meta={"stop_requested": True}), True
         except ToolError as error:
-            return ToolResult.error(error.message), False
+            meta = {"error": type(error).__name__, **error.detail}
+            return ToolResult.error(error.message, meta=meta), False
         except Exception as exc:
             logger.debug("tool %r raised", call.tool, exc_info=True)
-            return ToolResult.error(ToolExecutionError(call.tool, exc).message), False
+            failure = ToolExecutionError(call.tool, exc)
+            return ToolResult.error(failure.message, meta={"error": failure.exc_type}), False
 
     async def _limited(self, tool: Tool, call: ParsedCall, ctx: ToolContext) -> Any:
         limiter = self.rate_limits.get(tool.name)
@@ -233,7 +235,6 @@ class Dispatcher:
             return await tool.run(call.args, ctx)
         async with limiter.slot():
             return await tool.run(call.args, ctx)
-
 
 
 def _assemble(item: ItemWork, outcomes: Sequence[Outcome]) -> DispatchResult:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+_MAX_EXC_TEXT = 2000
+
 
 class ToolError(Exception):
     """An error the model caused or should see; raise it inside ``Tool.run`` to return an error result.
@@ -32,7 +34,7 @@ class UnknownToolError(ToolError):
         self.tool = tool
         self.available = tuple(available)
         names = ", ".join(self.available) or "(none)"
-        super().__init__(f"unknown tool {tool!r}; available tools: {names}")
+        super().__init__(f"unknown tool {tool!r}; available tools: {names}", {"tool": tool})
 
 
 class InvalidArgumentsError(ToolError):
@@ -59,7 +61,10 @@ class ToolTimeoutError(ToolError):
     def __init__(self, tool: str, seconds: float) -> None:
         self.tool = tool
         self.seconds = seconds
-        super().__init__(f"tool {tool!r} timed out after {seconds:g} s and was cancelled")
+        super().__init__(
+            f"tool {tool!r} timed out after {seconds:g} s and was cancelled",
+            {"tool": tool, "seconds": seconds},
+        )
 
 
 class ToolCallLimitError(ToolError):
@@ -80,6 +85,8 @@ class ToolExecutionError(ToolError):
         self.tool = tool
         self.exc_type = type(exc).__name__
         text = str(exc)
+        if len(text) > _MAX_EXC_TEXT:  # a tool's message must not flood the context window
+            text = text[:_MAX_EXC_TEXT] + f"... [{len(text) - _MAX_EXC_TEXT} more characters]"
         detail = f"{self.exc_type}: {text}" if text else self.exc_type
         super().__init__(f"tool {tool!r} failed: {detail}")
 
