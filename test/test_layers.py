@@ -29,6 +29,7 @@ LAYERS = {
     "errors": VALUES,
     "tool": CONTRACTS,
     "schema": CONTRACTS,
+    "toolset": CONTRACTS,
     "parsers": CONTRACTS,
     "ratelimit": MACHINERY,
     "dispatch": MACHINERY,

@@ -1,7 +1,7 @@
 """torchrl_agentic: fast, safe, exact tool execution for LLM reinforcement learning with TorchRL."""
 
 from torchrl_agentic._history import ToolResponseText, tool_call_id, tool_call_ids
-from torchrl_agentic.compose import StepStats, ToolCompose
+from torchrl_agentic.compose import ToolCompose
 from torchrl_agentic.errors import (
     ConfigError,
     InvalidArgumentsError,
@@ -32,6 +32,7 @@ from torchrl_agentic.types import (
     MalformedCall,
     ParsedCall,
     ParseResult,
+    StepStats,
     TextPart,
     ToolContext,
     ToolResult,

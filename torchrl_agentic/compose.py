@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -17,20 +14,15 @@ from torchrl.data import Categorical, Composite
 from torchrl.data.llm import History
 from torchrl.envs.transforms import Compose, Transform
 
-from torchrl_agentic._history import ToolResponseText, append_messages, newest_messages
-from torchrl_agentic.compose_checks import (
-    check_parser,
-    check_rate_limits,
-    check_settings,
-    check_tool,
-)
+from torchrl_agentic._history import ToolResponseText, append_messages, gc_paused, newest_messages
+from torchrl_agentic.compose_checks import check_parser, check_rate_limits, check_settings
 from torchrl_agentic.dispatch import Dispatcher, ItemWork, Limiter
 from torchrl_agentic.loop import LoopThread
 from torchrl_agentic.parsers.base import ToolCallParser
-from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.sessions import SessionStore
 from torchrl_agentic.tool import Tool
-from torchrl_agentic.types import DispatchResult, MalformedCall, ParseResult
+from torchrl_agentic.toolset import ToolSet
+from torchrl_agentic.types import DispatchResult, MalformedCall, ParseResult, StepStats
 
 FLAG_KEYS = (
     ("agentic", "any_tool_calls"),
@@ -39,23 +31,7 @@ FLAG_KEYS = (
 )
 
 
-@dataclass(frozen=True)
-class StepStats:
-    """Counts and timings of the last step of a ToolCompose."""
-
-    items_with_calls: int = 0
-    """Batch items whose newest message had at least one call site."""
-    calls: int = 0
-    """Call sites (valid and malformed) answered."""
-    errors: int = 0
-    """Error results among them."""
-    dispatch_seconds: float = 0.0
-    """Wall time of running the calls (all items at once)."""
-    total_seconds: float = 0.0
-    """Wall time of the whole transform step: parse, dispatch, build the History, flags."""
-
-
-class ToolCompose(Compose):
+class ToolCompose(ToolSet, Compose):
     """Parses each assistant message once, runs all tool calls of all batch items concurrently,
     and appends the results to the History as tool messages, in call order, with their call ids.
 
@@ -130,77 +106,6 @@ class ToolCompose(Compose):
         # A safety net for a compose dropped without close(): stop its loop thread. Tools and
         # sessions are only released by close().
         self._finalizer = weakref.finalize(self, self._loop.close)
-
-    # ----- tools, as a container -------------------------------------------------------------
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The tools, in insertion order."""
-        return list(self._tools.values())
-
-    def append(self, tool: Tool) -> ToolCompose:  # type: ignore[override]
-        """Add ``tool``; ``TypeError`` for a non-Tool, ``ValueError`` for a duplicate name."""
-        return self.insert(len(self._tools), tool)
-
-    def insert(self, index: int, tool: Tool) -> ToolCompose:  # type: ignore[override]
-        """Insert ``tool`` at position ``index``."""
-        check_tool(tool, self._tools)
-        items = list(self._tools.items())
-        items.insert(index, (tool.name, tool))
-        self._tools = dict(items)
-        return self
-
-    def __setitem__(self, key: int | str, tool: Tool) -> None:  # type: ignore[override]
-        names = list(self._tools)
-        if isinstance(key, str):
-            if key not in self._tools:
-                raise KeyError(f"no tool named {key!r}; use append() to add one")
-            index = names.index(key)
-        else:
-            index = range(len(names))[key]
-        others = {n: t for n, t in self._tools.items() if n != names[index]}
-        check_tool(tool, others)
-        if isinstance(key, str) and tool.name != key:
-            raise ValueError(
-                f"compose[{key!r}] = tool needs tool.name == {key!r}, got {tool.name!r}; "
-                "use append() to add a tool under its own name"
-            )
-        items = list(self._tools.items())
-        items[index] = (tool.name, tool)
-        self._tools = dict(items)
-
-    def __getitem__(self, key: int | str) -> Tool:  # type: ignore[override]
-        if isinstance(key, str):
-            try:
-                return self._tools[key]
-            except KeyError:
-                raise KeyError(
-                    f"no tool named {key!r}; available tools: {', '.join(self._tools) or '(none)'}"
-                ) from None
-        return list(self._tools.values())[key]
-
-    def __delitem__(self, key: int | str) -> None:  # type: ignore[override]
-        del self._tools[self[key].name]
-
-    def pop(self, index: int | None = None) -> Tool:  # type: ignore[override]
-        tool = self[-1 if index is None else index]
-        del self._tools[tool.name]
-        return tool
-
-    def __contains__(self, name: object) -> bool:
-        if isinstance(name, Tool):
-            return self._tools.get(name.name) is name
-        return name in self._tools
-
-    def __iter__(self) -> Iterator[Tool]:  # type: ignore[override]
-        return iter(list(self._tools.values()))
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        """OpenAI-format function specs of the tools (what a chat template's ``tools=`` takes)."""
-        return [openai_schema(tool) for tool in self._tools.values()]
 
     def render_tools(self) -> str:
         """The parser's tool-advertising block for the system prompt."""
@@ -453,22 +358,3 @@ class ToolCompose(Compose):
             f"{type(self).__name__}(tools={list(self._tools)}, parser={type(self.parser).__name__}, "
             f"rate_limits={sorted(self.rate_limits)}, per_call_timeout={self.per_call_timeout})"
         )
-
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a step builds its (long-lived) message objects.
-
-    A step at batch 64 allocates ~10k small objects for the new History entries; with the
-    collector on, that triggers a dozen young collections and regularly a full one over
-    everything torch and transformers keep alive, costing more than the rest of the step.
-    Collection resumes (one young pass) right after; a collector the user disabled stays off.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

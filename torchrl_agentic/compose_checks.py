@@ -10,22 +10,6 @@ from torchrl_agentic.parsers.base import ToolCallParser
 from torchrl_agentic.tool import Tool
 
 
-def check_tool(tool: object, existing: Mapping[str, Tool]) -> None:
-    """``TypeError`` unless ``tool`` is a usable Tool, ``ValueError`` if its name is taken."""
-    if not isinstance(tool, Tool):
-        raise TypeError(
-            f"ToolCompose holds Tool objects, got {type(tool).__name__}; subclass "
-            "torchrl_agentic.Tool (or use @function_tool / as_tool). To add a TorchRL transform "
-            "after the tools, use TransformedEnv(env, Compose(tool_compose, transform))"
-        )
-    tool.check()
-    if tool.name in existing:
-        raise ValueError(
-            f"duplicate tool name {tool.name!r}: {existing[tool.name]!r} already has it; "
-            "give each tool a unique name"
-        )
-
-
 def check_parser(parser: object) -> None:
     """``TypeError`` unless ``parser`` implements the ToolCallParser protocol."""
     if isinstance(parser, str) or not isinstance(parser, ToolCallParser):

@@ -185,3 +185,18 @@ class ToolContext:
         """Seconds left before ``deadline`` at monotonic time ``now``, or None without a deadline."""
         return None if self.deadline is None else max(0.0, self.deadline - now)
 
+
+@dataclass(frozen=True)
+class StepStats:
+    """Counts and timings of the last step of a ToolCompose."""
+
+    items_with_calls: int = 0
+    """Batch items whose newest message had at least one call site."""
+    calls: int = 0
+    """Call sites (valid and malformed) answered."""
+    errors: int = 0
+    """Error results among them."""
+    dispatch_seconds: float = 0.0
+    """Wall time of running the calls (all items at once)."""
+    total_seconds: float = 0.0
+    """Wall time of the whole transform step: parse, dispatch, build the History, flags."""
