@@ -7,12 +7,13 @@ from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from torchrl_agentic.parsers.hermes import HermesParser
 from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
+
+from .strategies import WORDS, messages, parse_well_formed
 
 parser = HermesParser()
 
@@ -169,48 +170,26 @@ class TestHermesParser:
         )
 
     @given(
-        st.one_of(
-            st.text(),
-            st.lists(
-                st.sampled_from(
-                    [
-                        "<tool_call>",
-                        "</tool_call>",
-                        "{",
-                        "}",
-                        '"',
-                        "\\",
-                        "<think>",
-                        "</think>",
-                        '"name"',
-                        ":",
-                        '"f"',
-                        '"arguments"',
-                        ",",
-                        "[",
-                        " ",
-                        "\n",
-                        "a",
-                        '{"name": "f", "arguments": {}}',
-                    ]
-                ),
-                max_size=40,
-            ).map("".join),
+        messages(
+            "<tool_call>",
+            "</tool_call>",
+            '"name"',
+            '"f"',
+            '"arguments"',
+            "a",
+            '{"name": "f", "arguments": {}}',
         )
     )
     def test_never_raises(self, text: str) -> None:
-        result = parser.parse(text)
-        assert isinstance(result, ParseResult)
-        assert [c.index for c in result.ordered()] == list(range(len(result.ordered())))
+        parse_well_formed(parser, text)
 
     def test_megabyte_messages(self) -> None:
-        big = ("word " * 200_000) + call("f", {"data": "x" * 100_000})
-        result = parser.parse(big)
+        (result,) = parse_well_formed(parser, WORDS + call("f", {"data": "x" * 100_000}))
         assert [c.tool for c in result.calls] == ["f"]
-        for hostile in (
+        parse_well_formed(
+            parser,
             "<tool_call>{" * 90_000,
             "<tool_call>" + "[" * 1_000_000,
             tc('{"a": "') * 60_000,
             "<think>" * 150_000 + call("f", {}),
-        ):
-            assert isinstance(parser.parse(hostile), ParseResult)
+        )

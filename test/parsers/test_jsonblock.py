@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from torchrl_agentic.parsers.jsonblock import JSONBlockParser
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
+
+from .strategies import messages, parse_well_formed
 
 parser = JSONBlockParser()
 
@@ -124,44 +125,13 @@ class TestJSONBlockParser:
     def test_render_tools_shows_the_reply_format(self) -> None:
         assert '"tools": [{"tool": "<tool-name>"' in parser.render_tools([])
 
-    @given(
-        st.one_of(
-            st.text(),
-            st.lists(
-                st.sampled_from(
-                    [
-                        '{"message": "m", ',
-                        '"tools": [',
-                        '{"tool": "f"',
-                        ', "args": ',
-                        "{",
-                        "}",
-                        "[",
-                        "]",
-                        '"',
-                        "\\",
-                        ",",
-                        "<think>",
-                        "</think>",
-                        "```json\n",
-                        "```",
-                        "3",
-                        "null",
-                        " ",
-                    ]
-                ),
-                max_size=40,
-            ).map("".join),
-        )
-    )
+    @given(messages('{"message": "m", ', '"tools": [', '{"tool": "f"', ', "args": ', "```json\n", "```", "3"))
     def test_never_raises(self, text: str) -> None:
-        result = parser.parse(text)
-        assert isinstance(result, ParseResult)
-        assert [c.index for c in result.ordered()] == list(range(len(result.ordered())))
+        parse_well_formed(parser, text)
 
     def test_megabyte_messages(self) -> None:
         tools = [{"tool": "f", "args": {"i": i}} for i in range(30_000)]
-        assert len(parser.parse(reply("x" * 100_000, tools)).calls) == 30_000
+        (result,) = parse_well_formed(parser, reply("x" * 100_000, tools))
+        assert len(result.calls) == 30_000
         deep = '{"tools": [' + "[" * 500_000
-        for hostile in (deep, "<think>" * 150_000, "```json\n" + "x" * 1_000_000 + "\n```"):
-            assert isinstance(parser.parse(hostile), ParseResult)
+        parse_well_formed(parser, deep, "<think>" * 150_000, "```json\n" + "x" * 1_000_000 + "\n```")

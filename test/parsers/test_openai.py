@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from torchrl_agentic.parsers.openai import OpenAIParser
 from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.tool import Tool
-from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
+from torchrl_agentic.types import MalformedCall, ParsedCall
+
+from .strategies import WORDS, messages, parse_well_formed
 
 parser = OpenAIParser()
 
@@ -138,25 +140,7 @@ class TestOpenAIParser:
         assert json.loads(parser.render_tools([])) == []
 
     @given(
-        st.one_of(
-            st.text(),
-            st.lists(
-                st.sampled_from(
-                    [
-                        "<tool_call>",
-                        "</tool_call>",
-                        "{",
-                        "}",
-                        '"',
-                        "\\",
-                        "<think>",
-                        "</think>",
-                        "null",
-                    ]
-                ),
-                max_size=30,
-            ).map("".join),
-        ),
+        messages("<tool_call>", "</tool_call>"),
         st.lists(
             st.recursive(
                 st.none() | st.booleans() | st.integers() | st.text(max_size=10),
@@ -174,14 +158,11 @@ class TestOpenAIParser:
         ),
     )
     def test_never_raises(self, content: str, tool_calls: list[Any]) -> None:
-        for message in (content, assistant(*tool_calls, content=content)):
-            result = parser.parse(message)
-            assert isinstance(result, ParseResult)
-            assert [c.index for c in result.ordered()] == list(range(len(result.ordered())))
+        parse_well_formed(parser, content, assistant(*tool_calls, content=content))
 
     def test_megabyte_messages(self) -> None:
         big = nested("f", json.dumps({"data": "x" * 1_000_000}))
-        result = parser.parse(assistant(big, content="word " * 200_000))
+        (result,) = parse_well_formed(parser, assistant(big, content=WORDS))
         assert [c.tool for c in result.calls] == ["f"]
-        hostile = assistant(*[nested("f", "{" * 100) for _ in range(10_000)])
-        assert len(parser.parse(hostile).errors) == 10_000
+        (hostile,) = parse_well_formed(parser, assistant(*[nested("f", "{" * 100) for _ in range(10_000)]))
+        assert len(hostile.errors) == 10_000

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from torchrl_agentic.parsers.xml import XMLParser
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
+
+from .strategies import WORDS, messages, parse_well_formed
 
 parser = XMLParser()
 
@@ -126,46 +127,17 @@ class TestXMLParser:
     def test_render_tools_shows_the_call_syntax(self) -> None:
         assert '<tool name="tool_name" tag="optional_id">' in parser.render_tools([])
 
-    @given(
-        st.one_of(
-            st.text(),
-            st.lists(
-                st.sampled_from(
-                    [
-                        '<tool name="f">',
-                        '<tool tag="t">',
-                        "<tool ",
-                        "</tool>",
-                        "{",
-                        "}",
-                        '"',
-                        "\\",
-                        "<think>",
-                        "</think>",
-                        ">",
-                        "=",
-                        " ",
-                        "\n",
-                        '{"x": 1}',
-                        "null",
-                    ]
-                ),
-                max_size=40,
-            ).map("".join),
-        )
-    )
+    @given(messages('<tool name="f">', '<tool tag="t">', "<tool ", "</tool>", ">", "=", '{"x": 1}'))
     def test_never_raises(self, text: str) -> None:
-        result = parser.parse(text)
-        assert isinstance(result, ParseResult)
-        assert [c.index for c in result.ordered()] == list(range(len(result.ordered())))
+        parse_well_formed(parser, text)
 
     def test_megabyte_messages(self) -> None:
-        big = ("word " * 200_000) + block("f", {"data": "x" * 100_000})
-        assert [c.tool for c in parser.parse(big).calls] == ["f"]
-        for hostile in (
+        (result,) = parse_well_formed(parser, WORDS + block("f", {"data": "x" * 100_000}))
+        assert [c.tool for c in result.calls] == ["f"]
+        parse_well_formed(
+            parser,
             "<tool name=x>" * 80_000,
             '<tool name="a">{"a": "</tool>' * 40_000,
             "<tool " + " " * 1_000_000,
             '<tool name="' + "x" * 1_000_000,
-        ):
-            assert isinstance(parser.parse(hostile), ParseResult)
+        )
