@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
 from torchrl_agentic.parsers.base import ToolCallParser
+from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
 
 BASE_FRAGMENTS = ("{", "}", "[", "]", '"', "\\", ":", ",", " ", "\n", "null", "<think>", "</think>")
@@ -54,3 +55,14 @@ def parse_well_formed(parser: ToolCallParser, *inputs: Any) -> list[ParseResult]
     for result in results:
         assert_well_formed(result)
     return results
+
+
+class SearchTool(Tool):
+    """A tool to advertise in render_tools tests."""
+
+    name = "search"
+    description = "Search the web."
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+    }

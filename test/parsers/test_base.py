@@ -24,6 +24,8 @@ from torchrl_agentic.schema import openai_schema
 from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ToolResult
 
+from .strategies import SearchTool
+
 PARSERS = [
     parsers.HermesParser(),
     parsers.XMLParser(),
@@ -32,13 +34,6 @@ PARSERS = [
 ]
 
 
-class _Search(Tool):
-    name = "search"
-    description = "Search the web."
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"query": {"type": "string"}},
-    }
 
 
 class _Clock(Tool):
@@ -179,11 +174,11 @@ class TestToolCallParser:
         assert message["content"] == "missing name"
 
     def test_render_tools_lists_every_schema(self, parser: ToolCallParser) -> None:
-        block = parser.render_tools([_Search(), _Clock()])
+        block = parser.render_tools([SearchTool(), _Clock()])
         assert "search" in block and "clock.now" in block
         schemas = [
             json.loads(line.rstrip(","))
             for line in block.splitlines()
             if line.startswith('{"type": "function"')
         ]
-        assert schemas == [openai_schema(_Search()), openai_schema(_Clock())]
+        assert schemas == [openai_schema(SearchTool()), openai_schema(_Clock())]

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import given
 
 from torchrl_agentic.parsers.hermes import HermesParser
 from torchrl_agentic.schema import openai_schema
-from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall, ParseResult
 
-from .strategies import WORDS, messages, parse_well_formed
+from .strategies import WORDS, SearchTool, messages, parse_well_formed
 
 parser = HermesParser()
 
@@ -26,13 +25,6 @@ def call(name: str, args: Any) -> str:
     return tc(json.dumps({"name": name, "arguments": args}))
 
 
-class _Search(Tool):
-    name = "search"
-    description = "Search the web."
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"query": {"type": "string"}},
-    }
 
 
 class TestHermesParser:
@@ -162,9 +154,9 @@ class TestHermesParser:
         assert (back.tool, dict(back.args)) == (original.tool, dict(original.args))
 
     def test_render_tools_is_the_qwen_block(self) -> None:
-        block = parser.render_tools([_Search()])
+        block = parser.render_tools([SearchTool()])
         assert block.startswith("# Tools\n\nYou may call one or more functions")
-        assert f"<tools>\n{json.dumps(openai_schema(_Search()))}\n</tools>" in block
+        assert f"<tools>\n{json.dumps(openai_schema(SearchTool()))}\n</tools>" in block
         assert block.endswith(
             '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 from torchrl_agentic.parsers.openai import OpenAIParser
 from torchrl_agentic.schema import openai_schema
-from torchrl_agentic.tool import Tool
 from torchrl_agentic.types import MalformedCall, ParsedCall
 
-from .strategies import WORDS, messages, parse_well_formed
+from .strategies import WORDS, SearchTool, messages, parse_well_formed
 
 parser = OpenAIParser()
 
@@ -27,13 +26,6 @@ def assistant(*tool_calls: Any, content: Any = "") -> dict[str, Any]:
     return {"role": "assistant", "content": content, "tool_calls": list(tool_calls)}
 
 
-class _Search(Tool):
-    name = "search"
-    description = "Search the web."
-    input_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"query": {"type": "string"}},
-    }
 
 
 class TestOpenAIParser:
@@ -136,7 +128,7 @@ class TestOpenAIParser:
         )
 
     def test_render_tools_is_a_json_list(self) -> None:
-        assert json.loads(parser.render_tools([_Search()])) == [openai_schema(_Search())]
+        assert json.loads(parser.render_tools([SearchTool()])) == [openai_schema(SearchTool())]
         assert json.loads(parser.render_tools([])) == []
 
     @given(
