@@ -17,6 +17,7 @@ from torchrl.envs import Compose, TransformedEnv
 from torchrl.envs.llm import ChatEnv
 
 from torchrl_agentic import (
+    ConfigError,
     HermesParser,
     ParseResult,
     RateLimiter,
@@ -446,8 +447,9 @@ class TestContainer:
     )
     def test_misuse_raises_at_construction(self, kwargs, error, match):
         kwargs.setdefault("parser", HermesParser())
-        with pytest.raises(error, match=match):
+        with pytest.raises(error, match=match) as raised:
             ToolCompose(tools=[EchoTool()], **kwargs)
+        assert isinstance(raised.value, ConfigError) == (error is ValueError)
 
     def test_tool_schemas_and_render_tools(self):
         compose = ToolCompose(tools=[EchoTool(), StopTool()], parser=HermesParser())

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from torchrl_agentic.errors import ConfigError
 from torchrl_agentic.parsers.base import ToolCallParser
 from torchrl_agentic.tool import Tool
 
@@ -30,7 +31,7 @@ def check_settings(
                 f"{type(per_call_timeout).__name__}"
             )
         if not (per_call_timeout > 0 and math.isfinite(per_call_timeout)):
-            raise ValueError(
+            raise ConfigError(
                 f"per_call_timeout must be > 0 seconds, got {per_call_timeout}; use None for no limit"
             )
     if max_calls_per_step is not None:
@@ -39,11 +40,11 @@ def check_settings(
                 f"max_calls_per_step must be an int or None, got {type(max_calls_per_step).__name__}"
             )
         if max_calls_per_step < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"max_calls_per_step must be >= 1, got {max_calls_per_step}; use None for no limit"
             )
     if not isinstance(tool_role, str) or not tool_role:
-        raise ValueError(f"tool_role must be a non-empty str, got {tool_role!r}; the default is 'tool'")
+        raise ConfigError(f"tool_role must be a non-empty str, got {tool_role!r}; the default is 'tool'")
 
 
 def check_rate_limits(rate_limits: Mapping[str, Any] | None, tools: Mapping[str, Tool]) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def check_rate_limits(rate_limits: Mapping[str, Any] | None, tools: Mapping[str,
         )
     for name, limiter in rate_limits.items():
         if name not in tools:
-            raise ValueError(
+            raise ConfigError(
                 f"rate_limits names unknown tool {name!r}; tools are: {', '.join(tools) or '(none)'}"
             )
         if not callable(getattr(limiter, "slot", None)):
